@@ -1,0 +1,212 @@
+"""HTTP handlers: the OpenAI-compatible API, health, and decision lookup."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from gateway.decisions import DecisionRecord
+from gateway.errors import NotFound, PayloadTooLarge, SwitchyardError, UpstreamStatusError
+from gateway.service import Gateway
+from gateway.streaming import RelayResponse, StreamOutcome, relay
+from gateway.wire import check_length, parse_body, prompt_chars, upstream_body
+from policies.base import Endpoint
+from providers.base import UpstreamRequest
+
+router = APIRouter()
+
+_PATHS: dict[Endpoint, str] = {
+    "chat.completions": "/chat/completions",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+}
+
+
+def json_response(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data), status, headers, media_type="application/json")
+
+
+def error_response(exc: SwitchyardError, headers: dict[str, str] | None = None) -> Response:
+    merged = {**(headers or {}), **exc.headers()}
+    if (
+        isinstance(exc, UpstreamStatusError)
+        and 400 <= exc.upstream_status < 500
+        and exc.upstream_body
+    ):
+        # The backend's own 4xx explanation is what the client needs (context too long, ...).
+        return Response(exc.upstream_body, exc.upstream_status, merged, "application/json")
+    return Response(exc.json_bytes(), exc.status, merged, "application/json")
+
+
+def _gateway(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+@router.post("/v1/chat/completions")
+async def chat_completions(request: Request) -> Response:
+    return await _proxy(request, "chat.completions")
+
+
+@router.post("/v1/completions")
+async def completions(request: Request) -> Response:
+    return await _proxy(request, "completions")
+
+
+@router.post("/v1/embeddings")
+async def embeddings(request: Request) -> Response:
+    return await _proxy(request, "embeddings")
+
+
+@router.get("/v1/models")
+async def list_models(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    data = [
+        {"id": name, "object": "model", "created": 0, "owned_by": "switchyard"}
+        for name in gateway.router.routes
+    ]
+    return json_response({"object": "list", "data": data})
+
+
+@router.get("/healthz")
+async def healthz() -> Response:
+    return json_response({"status": "ok"})
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> Response:
+    gateway = _gateway(request)
+    backends = gateway.state.describe()
+    ready = any(b["healthy"] for b in backends)
+    body = {"status": "ready" if ready else "unavailable", "backends": backends}
+    return json_response(body, 200 if ready else 503)
+
+
+@router.get("/v1/switchyard/decisions/{decision_id}")
+async def get_decision(request: Request, decision_id: str) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    record = gateway.ring.get(decision_id)
+    if record is None:
+        raise NotFound(
+            f"decision {decision_id!r} is unknown or has left the ring", code="not_found"
+        )
+    return json_response(record.to_dict())
+
+
+@router.get("/v1/switchyard/backends")
+async def get_backends(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    return json_response({"backends": gateway.state.describe()})
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    check_length(request.headers.get("content-length"), max_bytes)
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+async def _proxy(request: Request, endpoint: Endpoint) -> Response:
+    gateway = _gateway(request)
+    started = time.monotonic()
+    gateway.authorize(request.headers.get("authorization"))
+    raw = await read_body(request, gateway.config.server.max_body_bytes)
+    body, head = parse_body(raw, endpoint)
+    route = gateway.router.route(head.model)
+    stream = head.stream and endpoint != "embeddings"
+    decision = gateway.router.decide(
+        route,
+        endpoint,
+        stream=stream,
+        session_key=request.headers.get("x-session-id") or head.user,
+        prompt_chars=prompt_chars(head),
+    )
+    record = DecisionRecord(decision)
+    gateway.ring.add(record)
+    upstream = UpstreamRequest(
+        _PATHS[endpoint], upstream_body(raw, body, head.model, route.model), stream
+    )
+    headers = {"x-switchyard-decision": decision.id}
+    deadline = gateway.dispatcher.deadline()
+    try:
+        if stream:
+            return await _open_stream(gateway, record, upstream, deadline, headers, started)
+        name, response = await gateway.dispatcher.send(record, upstream, deadline)
+    except SwitchyardError as exc:
+        _finish(gateway, record, started, exc.status, None, exc.code)
+        return error_response(exc, headers)
+    headers["x-switchyard-backend"] = name
+    _finish(gateway, record, started, response.status, name, None)
+    return Response(response.body, response.status, headers, response.content_type)
+
+
+async def _open_stream(
+    gateway: Gateway,
+    record: DecisionRecord,
+    upstream: UpstreamRequest,
+    deadline: float,
+    headers: dict[str, str],
+    started: float,
+) -> Response:
+    name, stream = await gateway.dispatcher.open_stream(record, upstream, deadline)
+    headers["x-switchyard-backend"] = name
+    headers["cache-control"] = "no-cache"
+    outcome = StreamOutcome()
+
+    def on_close() -> None:
+        gateway.state.release(name)
+        if outcome.error is None and outcome.status == "ok":
+            gateway.state.record_success(name)
+        elif outcome.error is not None and outcome.error.retryable:
+            gateway.state.record_failure(name, outcome.status)
+        error = None if outcome.status == "ok" else outcome.status
+        _finish(gateway, record, started, 200, name, error, chunks=outcome.chunks)
+
+    return RelayResponse(
+        relay(stream, deadline, outcome),
+        media_type=stream.content_type,
+        headers=headers,
+        on_close=on_close,
+    )
+
+
+def _finish(
+    gateway: Gateway,
+    record: DecisionRecord,
+    started: float,
+    status: int,
+    served_by: str | None,
+    error: str | None,
+    *,
+    chunks: int | None = None,
+) -> None:
+    record.status = status
+    record.served_by = served_by
+    duration_ms = (time.monotonic() - started) * 1000.0
+
+    def render() -> dict[str, Any]:
+        line: dict[str, Any] = {
+            "event": "request",
+            "status": status,
+            "backend": served_by,
+            "duration_ms": round(duration_ms, 3),
+            "error": error,
+            "decision": record.to_dict(),
+        }
+        if chunks is not None:
+            line["chunks"] = chunks
+        return line
+
+    gateway.log.emit(render)

@@ -1,0 +1,130 @@
+"""The `switchyard` command: serve, check, explain, emulate."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import orjson
+
+from gateway.config import Config, ConfigError, load_config
+
+EMBEDDED_CONFIG = "embedded.yaml"
+
+
+def embedded_config_path() -> Path:
+    return Path(str(resources.files("gateway") / "examples" / EMBEDDED_CONFIG))
+
+
+def _load(path: str | None) -> Config:
+    return load_config(path or embedded_config_path())
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from gateway.app import create_app
+
+    config = _load(args.config)
+    server = config.server
+    host = args.host or server.host
+    port = args.port if args.port is not None else server.port
+    print(f"switchyard listening on http://{host}:{port}/v1", file=sys.stderr, flush=True)
+    uvicorn.run(
+        create_app(config),
+        host=host,
+        port=port,
+        log_level=args.log_level,
+        access_log=False,
+        timeout_graceful_shutdown=5,
+    )
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    from policies import PolicyConfigError, build_pipelines
+
+    config = _load(args.config)
+    try:
+        build_pipelines(config)
+    except PolicyConfigError as exc:
+        raise ConfigError(args.config or EMBEDDED_CONFIG, exc.problems) from None
+    print(
+        f"ok: {len(config.backends)} backends, {len(config.routes)} routes, "
+        f"{len(config.profiles)} profiles"
+    )
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from gateway.explain import explain_request
+
+    config = _load(args.config)
+    raw = sys.stdin.buffer.read() if args.request == "-" else Path(args.request).read_bytes()
+    headers = dict(h.split("=", 1) for h in args.header)
+    result = explain_request(config, raw, endpoint=args.endpoint, headers=headers)
+    sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0
+
+
+def _emulate(args: argparse.Namespace) -> int:
+    from gateway.emulator import cli as emulator_cli
+
+    return emulator_cli.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="switchyard", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gateway")
+    serve.add_argument("--config", help="config YAML (default: the bundled embedded example)")
+    serve.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default from config: 8080)")
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=_serve)
+
+    check = sub.add_parser("check", help="validate a config; errors name their YAML path")
+    check.add_argument("--config", help="config YAML (default: the bundled embedded example)")
+    check.set_defaults(func=_check)
+
+    explain = sub.add_parser("explain", help="dry-run routing for one request; sends nothing")
+    explain.add_argument("request", help="request JSON file, or - for stdin")
+    explain.add_argument("--config", help="config YAML (default: the bundled embedded example)")
+    explain.add_argument(
+        "--endpoint",
+        default="chat.completions",
+        choices=["chat.completions", "completions", "embeddings"],
+    )
+    explain.add_argument("--header", action="append", default=[], help="NAME=VALUE, repeatable")
+    explain.set_defaults(func=_explain)
+
+    from gateway.emulator import cli as emulator_cli
+
+    emulate = sub.add_parser("emulate", help="run an emulated OpenAI-compatible engine")
+    emulator_cli.add_arguments(emulate)
+    emulate.set_defaults(func=_emulate)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    # httpx logs every upstream call at INFO; the access log already says what matters.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        code: int = args.func(args)
+    except ConfigError as exc:
+        print(f"config error in {exc.source}:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""A bounded in-memory ring of recent routing decisions and what became of them."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from policies import describe_decision
+from policies.base import Decision
+
+
+@dataclass(slots=True)
+class Attempt:
+    backend: str
+    outcome: str
+    """"ok", or the error code that made the dispatcher move on."""
+    duration_ms: float
+
+
+@dataclass(slots=True)
+class DecisionRecord:
+    decision: Decision
+    attempts: list[Attempt] = field(default_factory=list)
+    status: int | None = None
+    served_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = describe_decision(self.decision)
+        out["attempts"] = [
+            {"backend": a.backend, "outcome": a.outcome, "duration_ms": round(a.duration_ms, 3)}
+            for a in self.attempts
+        ]
+        out["status"] = self.status
+        out["served_by"] = self.served_by
+        return out
+
+
+class DecisionRing:
+    """Keeps the last `capacity` decisions; older ones fall off."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = capacity
+        self._records: OrderedDict[str, DecisionRecord] = OrderedDict()
+
+    def add(self, record: DecisionRecord) -> None:
+        self._records[record.decision.id] = record
+        if len(self._records) > self._capacity:
+            self._records.popitem(last=False)
+
+    def get(self, decision_id: str) -> DecisionRecord | None:
+        return self._records.get(decision_id)
+
+    def __len__(self) -> int:
+        return len(self._records)

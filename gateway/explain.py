@@ -1,0 +1,32 @@
+"""Dry-run routing: what the gateway would decide for a request, without sending it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gateway.config import Config
+from gateway.routing import Router
+from gateway.state import FleetState
+from gateway.wire import parse_body, prompt_chars
+from policies import build_pipelines, describe_decision
+from policies.base import Endpoint
+
+
+def explain_request(
+    config: Config, raw: bytes, *, endpoint: Endpoint, headers: Mapping[str, str]
+) -> dict[str, Any]:
+    """Decide on an idle fleet (every backend healthy, nothing in flight)."""
+    state = FleetState(config.backends, config.health)
+    router = Router(config, state, build_pipelines(config))
+    _, head = parse_body(raw, endpoint)
+    route = router.route(head.model)
+    lowered = {k.lower(): v for k, v in headers.items()}
+    decision = router.decide(
+        route,
+        endpoint,
+        stream=head.stream,
+        session_key=lowered.get("x-session-id") or head.user,
+        prompt_chars=prompt_chars(head),
+    )
+    return {"route": route.name, "upstream_model": route.model, **describe_decision(decision)}

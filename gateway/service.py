@@ -1,0 +1,130 @@
+"""The gateway's parts, built from a config and wired together; started and stopped as one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from dataclasses import dataclass, field
+
+from gateway.config import BackendConfig, Config, ConfigError
+from gateway.decisions import DecisionRing
+from gateway.dispatch import Dispatcher
+from gateway.emulator import EmulatorServer, EmulatorSettings
+from gateway.errors import Unauthorized
+from gateway.request_log import RequestLog
+from gateway.routing import Router
+from gateway.state import FleetState
+from policies import build_pipelines
+from providers import Provider, build_provider
+
+logger = logging.getLogger("switchyard")
+
+
+@dataclass
+class Gateway:
+    config: Config
+    state: FleetState
+    router: Router
+    dispatcher: Dispatcher
+    ring: DecisionRing
+    log: RequestLog
+    providers: dict[str, Provider]
+    emulators: list[EmulatorServer] = field(default_factory=list)
+    client_keys: frozenset[str] = frozenset()
+    _probe_task: asyncio.Task[None] | None = None
+
+    def authorize(self, authorization: str | None) -> None:
+        if not self.client_keys:
+            return
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or token.strip() not in self.client_keys:
+            raise Unauthorized("missing or invalid API key for this gateway")
+
+
+async def start_gateway(config: Config) -> Gateway:
+    """Start emulated engines, open provider pools and the log writer."""
+    client_keys = _client_keys(config.server.api_keys_env)
+    pipelines = build_pipelines(config)
+    emulators: list[EmulatorServer] = []
+    providers: dict[str, Provider] = {}
+    try:
+        for backend in config.backends:
+            base_url = backend.base_url or await _start_emulator(backend, emulators)
+            providers[backend.name] = build_provider(backend, base_url)
+    except BaseException:
+        await _close_all(providers, emulators)
+        raise
+    state = FleetState(config.backends, config.health)
+    log = RequestLog(config.server.log_queue_size)
+    log.start()
+    gateway = Gateway(
+        config=config,
+        state=state,
+        router=Router(config, state, pipelines),
+        dispatcher=Dispatcher(config, state, providers),
+        ring=DecisionRing(config.server.decision_ring_size),
+        log=log,
+        providers=providers,
+        emulators=emulators,
+        client_keys=client_keys,
+    )
+    gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
+    return gateway
+
+
+async def stop_gateway(gateway: Gateway) -> None:
+    if gateway._probe_task is not None:
+        gateway._probe_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await gateway._probe_task
+    await _close_all(gateway.providers, gateway.emulators)
+    gateway.log.stop()
+
+
+async def _start_emulator(backend: BackendConfig, emulators: list[EmulatorServer]) -> str:
+    options = backend.emulator
+    settings = EmulatorSettings(
+        models=list(backend.models),
+        **(options.model_dump() if options else {}),
+    )
+    server = EmulatorServer(settings, host="127.0.0.1", port=0)
+    await server.start()
+    emulators.append(server)
+    logger.info("emulated engine %s listening on %s", backend.name, server.base_url)
+    return server.base_url
+
+
+async def _close_all(providers: dict[str, Provider], emulators: list[EmulatorServer]) -> None:
+    for provider in providers.values():
+        await provider.close()
+    for server in emulators:
+        await server.stop()
+
+
+async def probe_once(gateway: Gateway) -> None:
+    timeout = gateway.config.health.probe_timeout_s
+
+    async def probe(name: str, provider: Provider) -> None:
+        result = await provider.health(timeout)
+        gateway.state.record_probe(name, result.healthy, result.reason)
+
+    await asyncio.gather(*(probe(n, p) for n, p in gateway.providers.items()))
+
+
+async def _probe_forever(gateway: Gateway) -> None:
+    interval = gateway.config.health.probe_interval_s
+    while True:
+        await probe_once(gateway)
+        await asyncio.sleep(interval)
+
+
+def _client_keys(env_name: str | None) -> frozenset[str]:
+    if not env_name:
+        return frozenset()
+    keys = frozenset(k.strip() for k in os.environ.get(env_name, "").split(",") if k.strip())
+    if not keys:
+        # Failing open would silently expose every backend; refuse to start instead.
+        raise ConfigError("environment", [f"server.api_keys_env: {env_name} is unset or empty"])
+    return keys

@@ -1,0 +1,140 @@
+"""Live per-backend bookkeeping (in-flight, health, ejection) and the snapshots policies read."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from gateway.config import BackendConfig, HealthConfig
+from policies.base import BackendView
+
+
+@dataclass(slots=True)
+class _BackendState:
+    config: BackendConfig
+    in_flight: int = 0
+    consecutive_failures: int = 0
+    ejections: int = 0
+    ejected_until: float = 0.0
+    ejected_reason: str = ""
+    probe_ok: bool = True
+    probe_reason: str = "not probed yet"
+    requests: int = 0
+    failures: int = 0
+
+
+class FleetState:
+    """Mutable state of every backend. Only the gateway writes it; policies see snapshots."""
+
+    def __init__(
+        self,
+        backends: Iterable[BackendConfig],
+        health: HealthConfig,
+        *,
+        clock: Callable[[], float] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._health = health
+        self._clock = clock or time.monotonic
+        self._rng = rng or random.Random()
+        self._backends = {b.name: _BackendState(b) for b in backends}
+        self._route_seq: dict[str, int] = {}
+
+    def next_seq(self, route: str) -> int:
+        seq = self._route_seq.get(route, 0)
+        self._route_seq[route] = seq + 1
+        return seq
+
+    def views(self, names: Iterable[str]) -> dict[str, BackendView]:
+        now = self._clock()
+        return {name: self._view(self._backends[name], now) for name in names}
+
+    def _view(self, state: _BackendState, now: float) -> BackendView:
+        healthy, reason = self._health_of(state, now)
+        cfg = state.config
+        return BackendView(
+            name=cfg.name,
+            kind=cfg.kind,
+            models=frozenset(cfg.models),
+            healthy=healthy,
+            in_flight=state.in_flight,
+            max_concurrency=cfg.max_concurrency,
+            health_reason=reason,
+        )
+
+    def _health_of(self, state: _BackendState, now: float) -> tuple[bool, str]:
+        if state.ejected_until > now:
+            left = state.ejected_until - now
+            return False, f"{state.ejected_reason}; back in {left:.1f}s"
+        if not state.probe_ok:
+            return False, state.probe_reason
+        return True, "healthy"
+
+    def acquire(self, name: str) -> None:
+        state = self._backends[name]
+        state.in_flight += 1
+        state.requests += 1
+
+    def release(self, name: str) -> None:
+        self._backends[name].in_flight -= 1
+
+    def in_flight(self, name: str) -> int:
+        return self._backends[name].in_flight
+
+    def record_success(self, name: str) -> None:
+        state = self._backends[name]
+        state.consecutive_failures = 0
+        state.ejections = 0
+
+    def record_failure(self, name: str, reason: str) -> None:
+        """A backend-side failure (connect error, timeout, 5xx): counts towards ejection."""
+        state = self._backends[name]
+        state.failures += 1
+        state.consecutive_failures += 1
+        if state.consecutive_failures >= self._health.consecutive_failures:
+            state.ejections += 1
+            backoff = self._health.ejection_base_s * 2 ** (state.ejections - 1)
+            backoff = min(backoff, self._health.ejection_max_s)
+            backoff *= 1.0 + 0.2 * self._rng.random()  # jitter: gateways don't return in step
+            state.ejected_until = self._clock() + backoff
+            state.ejected_reason = (
+                f"ejected after {state.consecutive_failures} consecutive failures ({reason})"
+            )
+            state.consecutive_failures = 0
+
+    def cool_down(self, name: str, seconds: float, reason: str) -> None:
+        """Keep traffic off a backend that asked for it (429 with Retry-After)."""
+        state = self._backends[name]
+        until = self._clock() + seconds
+        if until > state.ejected_until:
+            state.ejected_until = until
+            state.ejected_reason = reason
+
+    def record_probe(self, name: str, ok: bool, reason: str) -> None:
+        state = self._backends[name]
+        state.probe_ok = ok
+        state.probe_reason = reason
+        if ok and state.ejected_until and state.ejected_until <= self._clock():
+            state.ejected_until = 0.0
+
+    def describe(self) -> list[dict[str, object]]:
+        now = self._clock()
+        out: list[dict[str, object]] = []
+        for state in self._backends.values():
+            healthy, reason = self._health_of(state, now)
+            out.append(
+                {
+                    "name": state.config.name,
+                    "kind": state.config.kind,
+                    "models": state.config.models,
+                    "healthy": healthy,
+                    "health_reason": reason,
+                    "in_flight": state.in_flight,
+                    "max_concurrency": state.config.max_concurrency,
+                    "requests": state.requests,
+                    "failures": state.failures,
+                }
+            )
+        return out

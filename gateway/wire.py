@@ -1,0 +1,109 @@
+"""Request wire formats: the fields the gateway reads; everything else passes through."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.errors import InvalidRequest, PayloadTooLarge
+from policies.base import Endpoint
+
+
+class _Head(BaseModel):
+    # Unknown fields are the backend's business: they are forwarded untouched.
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(min_length=1)
+    stream: bool = False
+    user: str | None = None
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: bool = False
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    role: str = Field(min_length=1)
+
+
+class ChatHead(_Head):
+    messages: list[ChatMessage] = Field(min_length=1)
+    stream_options: StreamOptions | None = None
+    n: int = Field(1, ge=1, le=128)
+    max_tokens: int | None = Field(None, ge=1)
+    max_completion_tokens: int | None = Field(None, ge=1)
+    tools: list[dict[str, Any]] | None = None
+
+
+class CompletionHead(_Head):
+    prompt: str | list[str] | list[int] | list[list[int]]
+    stream_options: StreamOptions | None = None
+    n: int = Field(1, ge=1, le=128)
+    max_tokens: int | None = Field(None, ge=0)
+
+
+class EmbeddingHead(_Head):
+    input: str | list[str] | list[int] | list[list[int]]
+
+
+HEADS: dict[Endpoint, type[_Head]] = {
+    "chat.completions": ChatHead,
+    "completions": CompletionHead,
+    "embeddings": EmbeddingHead,
+}
+
+
+def parse_body(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], _Head]:
+    """Parse and check a request body; errors name the offending field."""
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(body, dict):
+        raise InvalidRequest("request body must be a JSON object")
+    try:
+        head = HEADS[endpoint].model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(p) for p in first["loc"]) or None
+        raise InvalidRequest(f"{param}: {first['msg']}", param=param) from None
+    return body, head
+
+
+def check_length(content_length: str | None, max_bytes: int) -> None:
+    if content_length is None:
+        return
+    try:
+        size = int(content_length)
+    except ValueError:
+        raise InvalidRequest("invalid Content-Length header") from None
+    if size > max_bytes:
+        raise PayloadTooLarge(f"request body of {size} bytes exceeds the limit of {max_bytes}")
+
+
+def prompt_chars(head: _Head) -> int:
+    """A cheap size estimate of the prompt, for policies that weigh work."""
+    if isinstance(head, ChatHead):
+        total = 0
+        for message in head.messages:
+            content = (message.model_extra or {}).get("content")
+            if isinstance(content, str):
+                total += len(content)
+        return total
+    if isinstance(head, CompletionHead) and isinstance(head.prompt, str):
+        return len(head.prompt)
+    return 0
+
+
+def upstream_body(
+    raw: bytes, body: dict[str, Any], client_model: str, upstream_model: str
+) -> bytes:
+    """The body to send: the client's bytes as they came, unless the model name must change."""
+    if client_model == upstream_model:
+        return raw
+    body["model"] = upstream_model
+    return orjson.dumps(body)

@@ -1,0 +1,159 @@
+"""The routing contracts: what a policy reads (a snapshot) and what it returns.
+
+Filters keep or drop candidates, scorers give each candidate a value in [0, 1], a picker
+orders the survivors. Every answer carries a short human-readable reason. Policies are
+pure: they read the immutable snapshot and return values; recording, counting and
+ejecting happen outside them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+Role = Literal["filter", "scorer", "picker"]
+Endpoint = Literal["chat.completions", "completions", "embeddings"]
+
+
+@dataclass(frozen=True, slots=True)
+class BackendView:
+    """One backend as the policies see it at decision time."""
+
+    name: str
+    kind: str
+    models: frozenset[str]
+    healthy: bool
+    in_flight: int
+    max_concurrency: int
+    health_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What the policies may know about the request being routed."""
+
+    route: str
+    model: str
+    endpoint: Endpoint
+    stream: bool
+    session_key: str | None
+    seq: int
+    """Per-route request counter; lets rotation policies stay pure."""
+    rng_seed: int
+    """Per-request seed; randomised policies derive their randomness from it."""
+    prompt_chars: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Immutable view of the fleet for one decision."""
+
+    request: RequestInfo
+    backends: Mapping[str, BackendView]
+    now_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    keep: bool
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    value: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A surviving candidate with its combined weighted score."""
+
+    backend: BackendView
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class Pick:
+    """A picker's answer: the order in which to try backends (first = chosen)."""
+
+    order: tuple[str, ...]
+    reason: str
+
+
+class PolicyParams(BaseModel):
+    """Base for every policy's typed parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@runtime_checkable
+class Filter(Protocol):
+    role: ClassVar[Role]
+    name: str
+
+    def filter(
+        self, snapshot: Snapshot, candidates: Sequence[BackendView]
+    ) -> Mapping[str, Verdict]:
+        """Return a verdict for every candidate, keyed by backend name."""
+        ...
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    role: ClassVar[Role]
+    name: str
+
+    def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
+        """Return a score in [0, 1] for every candidate, keyed by backend name."""
+        ...
+
+
+@runtime_checkable
+class Picker(Protocol):
+    role: ClassVar[Role]
+    name: str
+
+    def pick(self, snapshot: Snapshot, ranked: Sequence[Ranked]) -> Pick:
+        """Order the ranked survivors; the dispatcher tries them in that order."""
+        ...
+
+
+Policy = Filter | Scorer | Picker
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateReport:
+    """Everything the pipeline learned about one candidate."""
+
+    backend: str
+    total: float
+    scores: Mapping[str, Score] = field(default_factory=dict)
+    dropped_by: str | None = None
+    drop_reason: str | None = None
+    verdicts: Mapping[str, Verdict] = field(default_factory=dict)
+    """Each filter's verdict, keyed by filter name, up to and including the one that
+    dropped it; keeps reasons such as healthy-filter's panic mode visible."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome of one routing decision, with every reason kept."""
+
+    id: str
+    route: str
+    model: str
+    order: tuple[str, ...]
+    candidates: tuple[CandidateReport, ...]
+    picker: str
+    picker_reason: str
+    timings_us: Mapping[str, float]
+    total_us: float
+    created_at: float
+
+    @property
+    def chosen(self) -> str | None:
+        return self.order[0] if self.order else None

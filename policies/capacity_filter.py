@@ -1,0 +1,33 @@
+"""Drops backends that already run as many requests as they accept."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from policies.base import BackendView, PolicyParams, Role, Snapshot, Verdict
+
+
+class CapacityFilter:
+    """Drops a backend when `in_flight >= max_concurrency`."""
+
+    role: ClassVar[Role] = "filter"
+    type_name: ClassVar[str] = "capacity-filter"
+
+    class Params(PolicyParams):
+        pass
+
+    def __init__(self, name: str, params: Params) -> None:
+        self.name = name
+        self.params = params
+
+    def filter(
+        self, snapshot: Snapshot, candidates: Sequence[BackendView]
+    ) -> Mapping[str, Verdict]:
+        return {b.name: _verdict(b) for b in candidates}
+
+
+def _verdict(b: BackendView) -> Verdict:
+    if b.in_flight >= b.max_concurrency:
+        return Verdict(False, f"at capacity: {b.in_flight} of {b.max_concurrency} in flight")
+    return Verdict(True, f"{b.in_flight} of {b.max_concurrency} in flight")

@@ -1,0 +1,286 @@
+"""Runs a profile's filters, scorers and picker over the candidates of one request."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+from policies.base import (
+    BackendView,
+    CandidateReport,
+    Decision,
+    Filter,
+    Picker,
+    Policy,
+    Ranked,
+    Score,
+    Scorer,
+    Snapshot,
+    Verdict,
+)
+from policies.max_score_picker import MaxScorePicker
+from policies.registry import BUILTINS, PolicyConfigError, create, params_model
+
+if TYPE_CHECKING:
+    from gateway.config import Config, PolicyConfig, ProfileConfig
+
+_NO_SCORE = Score(0.0, "no score")
+_NO_VERDICT = Verdict(False, "no verdict")
+
+
+class PolicyContractError(RuntimeError):
+    """A plugin answered outside its contract, e.g. a picker naming a dropped backend."""
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedScorer:
+    scorer: Scorer
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """One profile's plugins; `decide` is pure apart from reading the clock."""
+
+    profile: str
+    filters: tuple[Filter, ...]
+    scorers: tuple[WeightedScorer, ...]
+    picker: Picker
+
+    @classmethod
+    def build(
+        cls, profile: ProfileConfig, policies: Sequence[PolicyConfig], *, profile_index: int
+    ) -> Pipeline:
+        declared, broken, problems = _instantiate(policies)
+        pipeline, more = _assemble(profile, profile_index, declared, broken)
+        if problems or more or pipeline is None:
+            raise PolicyConfigError(problems + more)
+        return pipeline
+
+    def decide(
+        self, snapshot: Snapshot, candidates: Sequence[BackendView], decision_id: str
+    ) -> Decision:
+        started = time.perf_counter_ns()
+        timings: dict[str, float] = {}
+        verdicts: dict[str, dict[str, Verdict]] = {b.name: {} for b in candidates}
+        survivors, dropped_by = self._filter(snapshot, candidates, verdicts, timings)
+        scores, totals = self._score(snapshot, survivors, timings)
+        if survivors:
+            order, reason = self._pick(snapshot, survivors, totals, timings)
+        else:
+            order, reason = (), _no_survivor_reason(candidates, dropped_by)
+        reports = tuple(
+            _report(b, totals, scores, dropped_by, verdicts[b.name]) for b in candidates
+        )
+        return Decision(
+            id=decision_id,
+            route=snapshot.request.route,
+            model=snapshot.request.model,
+            order=order,
+            candidates=reports,
+            picker=self.picker.name,
+            picker_reason=reason,
+            timings_us=timings,
+            total_us=(time.perf_counter_ns() - started) / 1000,
+            created_at=snapshot.now_s,
+        )
+
+    def _filter(
+        self,
+        snapshot: Snapshot,
+        candidates: Sequence[BackendView],
+        verdicts: dict[str, dict[str, Verdict]],
+        timings: dict[str, float],
+    ) -> tuple[Sequence[BackendView], dict[str, str]]:
+        survivors, dropped_by = candidates, {}
+        for flt in self.filters:
+            if not survivors:
+                break
+            t0 = time.perf_counter_ns()
+            answer = flt.filter(snapshot, survivors)
+            timings[flt.name] = (time.perf_counter_ns() - t0) / 1000
+            kept, plugin = [], flt.name
+            for b in survivors:
+                verdict = answer.get(b.name, _NO_VERDICT)
+                verdicts[b.name][plugin] = verdict
+                if verdict.keep:
+                    kept.append(b)
+                else:
+                    dropped_by[b.name] = plugin
+            survivors = kept
+        return survivors, dropped_by
+
+    def _score(
+        self, snapshot: Snapshot, survivors: Sequence[BackendView], timings: dict[str, float]
+    ) -> tuple[dict[str, dict[str, Score]], dict[str, float]]:
+        scores: dict[str, dict[str, Score]] = {b.name: {} for b in survivors}
+        sums = dict.fromkeys(scores, 0.0)
+        weight_sum = 0.0
+        for ws in self.scorers if survivors else ():
+            t0 = time.perf_counter_ns()
+            answer = ws.scorer.score(snapshot, survivors)
+            timings[ws.scorer.name] = (time.perf_counter_ns() - t0) / 1000
+            plugin, weight = ws.scorer.name, ws.weight
+            weight_sum += weight
+            for name, per_plugin in scores.items():
+                score = answer.get(name)
+                if score is None or not 0.0 <= score.value <= 1.0:  # NaN fails both bounds
+                    score = _clamp(score)
+                per_plugin[plugin] = score
+                sums[name] += weight * score.value
+        if weight_sum > 0:
+            return scores, {name: s / weight_sum for name, s in sums.items()}
+        return scores, dict.fromkeys(sums, 0.0)
+
+    def _pick(
+        self,
+        snapshot: Snapshot,
+        survivors: Sequence[BackendView],
+        totals: Mapping[str, float],
+        timings: dict[str, float],
+    ) -> tuple[tuple[str, ...], str]:
+        ranked = [Ranked(b, totals[b.name]) for b in survivors]
+        t0 = time.perf_counter_ns()
+        pick = self.picker.pick(snapshot, ranked)
+        timings[self.picker.name] = (time.perf_counter_ns() - t0) / 1000
+        if not totals.keys() >= set(pick.order) or len(set(pick.order)) != len(pick.order):
+            raise PolicyContractError(
+                f"picker {self.picker.name!r} returned {pick.order!r}; "
+                f"expected distinct names among {tuple(totals)!r}"
+            )
+        return tuple(pick.order), pick.reason
+
+
+def build_pipelines(config: Config) -> dict[str, Pipeline]:
+    """One pipeline per profile; raises `PolicyConfigError` listing every problem."""
+    declared, broken, problems = _instantiate(config.policies)
+    pipelines: dict[str, Pipeline] = {}
+    for i, profile in enumerate(config.profiles):
+        pipeline, more = _assemble(profile, i, declared, broken)
+        problems += more
+        if pipeline is not None:
+            pipelines[profile.name] = pipeline
+    if problems:
+        raise PolicyConfigError(problems)
+    return pipelines
+
+
+def _instantiate(policies: Sequence[PolicyConfig]) -> tuple[dict[str, Policy], set[str], list[str]]:
+    """Create each declared policy: (instances by name, names that failed, problems)."""
+    declared: dict[str, Policy] = {}
+    broken: set[str] = set()
+    problems: list[str] = []
+    for i, cfg in enumerate(policies):
+        try:
+            declared[cfg.name] = create(cfg, path=f"policies.{i}")
+        except PolicyConfigError as exc:
+            broken.add(cfg.name)
+            problems += exc.problems
+    return declared, broken, problems
+
+
+def _assemble(
+    profile: ProfileConfig, index: int, declared: Mapping[str, Policy], broken: set[str]
+) -> tuple[Pipeline | None, list[str]]:
+    builder = _ProfileBuilder(f"profiles.{index}.plugins", len(profile.plugins))
+    for j, ref in enumerate(profile.plugins):
+        policy = declared[ref.ref] if ref.ref in declared else _builtin(ref.ref)
+        if policy is not None:
+            builder.add(j, policy, ref.weight)
+        elif ref.ref not in broken:  # a broken declaration is reported once, under policies
+            builder.problems.append(f"{builder.at(j)}.ref: unknown policy {ref.ref!r}")
+    if builder.problems:
+        return None, builder.problems
+    picker = builder.picker or MaxScorePicker(MaxScorePicker.type_name, MaxScorePicker.Params())
+    pipeline = Pipeline(profile.name, tuple(builder.filters), tuple(builder.scorers), picker)
+    return pipeline, []
+
+
+def _builtin(type_name: str) -> Policy | None:
+    factory = BUILTINS.get(type_name)
+    return factory(type_name, params_model(factory)()) if factory is not None else None
+
+
+class _ProfileBuilder:
+    """Places a profile's plugins by role and collects what is wrong with them."""
+
+    def __init__(self, path: str, count: int) -> None:
+        self.path, self.count = path, count
+        self.filters: list[Filter] = []
+        self.scorers: list[WeightedScorer] = []
+        self.picker: Picker | None = None
+        self.names: set[str] = set()
+        self.problems: list[str] = []
+
+    def at(self, j: int) -> str:
+        return f"{self.path}.{j}"
+
+    def add(self, j: int, policy: Policy, weight: float) -> None:
+        if policy.name in self.names:
+            self.problems.append(f"{self.at(j)}.ref: {policy.name!r} appears twice")
+            return
+        self.names.add(policy.name)
+        if policy.role != "scorer" and weight != 1.0:
+            self.problems.append(
+                f"{self.at(j)}.weight: only scorers take a weight; "
+                f"{policy.name!r} is a {policy.role}"
+            )
+        if policy.role == "filter":
+            self.filters.append(cast(Filter, policy))
+        elif policy.role == "scorer":
+            self.scorers.append(WeightedScorer(cast(Scorer, policy), weight))
+        else:
+            self._add_picker(j, cast(Picker, policy))
+
+    def _add_picker(self, j: int, picker: Picker) -> None:
+        if self.picker is not None:
+            self.problems.append(
+                f"{self.at(j)}.ref: a profile has one picker; {picker.name!r} "
+                f"comes after {self.picker.name!r}"
+            )
+        elif j != self.count - 1:
+            self.problems.append(
+                f"{self.at(j)}.ref: picker {picker.name!r} must be the last plugin"
+            )
+        if self.picker is None:
+            self.picker = picker
+
+
+def _clamp(score: Score | None) -> Score:
+    if score is None:
+        return _NO_SCORE
+    value = score.value
+    if 0.0 <= value <= 1.0:
+        return score
+    if math.isnan(value):
+        return Score(0.0, f"no score (got NaN: {score.reason})" if score.reason else "no score")
+    return Score(1.0 if value > 1.0 else 0.0, f"{score.reason} (clamped from {value:g})")
+
+
+def _no_survivor_reason(candidates: Sequence[BackendView], dropped_by: Mapping[str, str]) -> str:
+    if not candidates:
+        return "no candidates"
+    # Filters stop once nothing survives, so the last one to drop anything emptied the set.
+    return f"no candidates left after {list(dropped_by.values())[-1]}"
+
+
+def _report(
+    backend: BackendView,
+    totals: Mapping[str, float],
+    scores: Mapping[str, Mapping[str, Score]],
+    dropped_by: Mapping[str, str],
+    verdicts: Mapping[str, Verdict],
+) -> CandidateReport:
+    name = backend.name
+    by = dropped_by.get(name)
+    return CandidateReport(
+        backend=name,
+        total=totals.get(name, 0.0),
+        scores=scores.get(name, {}),
+        dropped_by=by,
+        drop_reason=verdicts[by].reason if by is not None else None,
+        verdicts=verdicts,
+    )

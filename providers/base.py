@@ -1,0 +1,77 @@
+"""The provider adapter contract: send, stream, health, close."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Deadlines:
+    """Per-attempt limits, in seconds, already clipped to what is left of the request."""
+
+    connect_s: float
+    first_byte_s: float
+    between_chunks_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRequest:
+    """One OpenAI-style call, already addressed to a backend's model."""
+
+    path: str
+    """Relative to the backend's base URL, e.g. "/chat/completions"."""
+    body: bytes
+    stream: bool
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamResponse:
+    status: int
+    content_type: str
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HealthResult:
+    healthy: bool
+    reason: str
+
+
+class UpstreamStream(Protocol):
+    """A stream whose first chunk has arrived; after it, the backend is committed."""
+
+    content_type: str
+    first_chunk: bytes
+
+    def rest(self) -> AsyncIterator[bytes]:
+        """The remaining raw bytes; raises an UpstreamError on a stall or a broken stream."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+
+class Provider(Protocol):
+    name: str
+
+    async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
+        """A complete non-streaming response, or an UpstreamError."""
+        ...
+
+    async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamStream:
+        """Connect and wait for the first chunk, or raise an UpstreamError."""
+        ...
+
+    async def health(self, timeout_s: float) -> HealthResult: ...
+
+    async def close(self) -> None: ...
+
+
+def upstream_headers(api_key: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    headers = {"content-type": "application/json", "accept-encoding": "identity"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    if extra:
+        headers.update(extra)
+    return headers

@@ -1,0 +1,97 @@
+"""Shared fixtures: real servers on loopback (emulated engines, the gateway) and clean-up."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway.app import create_app
+from gateway.config import Config, parse_config
+from gateway.emulator import EmulatorServer, EmulatorSettings
+from gateway.loopback import LoopbackServer
+from gateway.service import Gateway
+
+StartEmulator = Callable[..., Awaitable[EmulatorServer]]
+StartGateway = Callable[[dict[str, Any]], Awaitable["RunningGateway"]]
+
+
+class RunningGateway:
+    def __init__(self, server: LoopbackServer, gateway: Gateway) -> None:
+        self.server = server
+        self.gateway = gateway
+        self.url = server.url
+        self.client = httpx.AsyncClient(base_url=server.url, timeout=30)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+        await self.server.stop()
+
+
+@pytest.fixture
+async def start_emulator() -> AsyncIterator[StartEmulator]:
+    started: list[EmulatorServer] = []
+
+    async def start(**settings: Any) -> EmulatorServer:
+        settings.setdefault("token_delay_ms", 0.0)
+        server = EmulatorServer(EmulatorSettings(**settings), host="127.0.0.1", port=0)
+        await server.start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        await server.stop()
+
+
+@pytest.fixture
+async def start_gateway() -> AsyncIterator[StartGateway]:
+    running: list[RunningGateway] = []
+
+    async def start(config: dict[str, Any]) -> RunningGateway:
+        app = create_app(parse_config(config))
+        server = LoopbackServer(app, lifespan="on")
+        await server.start()
+        gw = RunningGateway(server, app.state.gateway)
+        running.append(gw)
+        return gw
+
+    yield start
+    for gw in running:
+        await gw.close()
+
+
+def make_config(
+    backends: dict[str, str],
+    *,
+    model: str = "emulated-model",
+    profile: list[dict[str, Any]] | None = None,
+    **sections: Any,
+) -> dict[str, Any]:
+    """A config dict: one route `default` over the given backends (name -> base_url)."""
+    config: dict[str, Any] = {
+        "backends": [
+            {"name": name, "base_url": url, "models": [model]} for name, url in backends.items()
+        ],
+        "routes": [{"name": "default", "model": model, "backends": list(backends)}],
+        "profiles": [
+            {
+                "name": "balanced",
+                "plugins": profile
+                or [
+                    {"ref": "healthy-filter"},
+                    {"ref": "round-robin-scorer"},
+                    {"ref": "max-score-picker"},
+                ],
+            }
+        ],
+        "health": {"probe_interval_s": 3600},
+    }
+    config.update(sections)
+    return config
+
+
+def parsed(config: dict[str, Any]) -> Config:
+    return parse_config(config)

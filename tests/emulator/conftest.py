@@ -1,0 +1,65 @@
+"""Fixtures for emulator tests: real emulators on loopback and an httpx client for each."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from gateway.emulator import EmulatorServer, EmulatorSettings
+
+StartEmulator = Callable[..., Awaitable[EmulatorServer]]
+MODEL = "emulated-model"
+
+
+@pytest.fixture
+async def start_emulator() -> AsyncIterator[StartEmulator]:
+    """Start emulators with the given settings (token delay 0 unless given); stop them after."""
+    started: list[EmulatorServer] = []
+
+    async def start(**settings: Any) -> EmulatorServer:
+        settings.setdefault("token_delay_ms", 0.0)
+        server = EmulatorServer(EmulatorSettings(**settings))
+        await server.start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        await server.stop()
+
+
+@pytest.fixture
+async def emulator(start_emulator: StartEmulator) -> EmulatorServer:
+    return await start_emulator()
+
+
+@pytest.fixture
+async def client(emulator: EmulatorServer) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=emulator.base_url, timeout=10) as http:
+        yield http
+
+
+def chat_request(**fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": MODEL, "messages": [{"role": "user", "content": "hello"}]}
+    body.update(fields)
+    return body
+
+
+def sse_payloads(text: str) -> list[Any]:
+    """Decoded ``data:`` payloads of an SSE body; ``[DONE]`` stays a string."""
+    payloads: list[Any] = []
+    for line in text.split("\n"):
+        if line.startswith("data: "):
+            data = line.removeprefix("data: ")
+            payloads.append(data if data == "[DONE]" else orjson.loads(data))
+    return payloads
+
+
+async def stats(http: httpx.AsyncClient) -> dict[str, int]:
+    response = await http.get("/../emulator/stats")
+    result: dict[str, int] = response.json()
+    return result

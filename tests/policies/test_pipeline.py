@@ -1,0 +1,275 @@
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from gateway.config import Config, PluginRef, PolicyConfig, ProfileConfig, parse_config
+from policies import (
+    Pipeline,
+    PolicyConfigError,
+    PolicyContractError,
+    Score,
+    build_pipelines,
+)
+from tests.policies.builders import backend, fleet, snapshot
+
+FIXED = "tests.policies.user_plugins:FixedScorer"
+
+
+def fixed(name: str, **values: float) -> PolicyConfig:
+    return PolicyConfig(type=FIXED, name=name, params={"values": values})
+
+
+def pipeline(refs: Sequence[str | tuple[str, float]], policies: list[PolicyConfig]) -> Pipeline:
+    plugins = [
+        PluginRef(ref=r) if isinstance(r, str) else PluginRef(ref=r[0], weight=r[1]) for r in refs
+    ]
+    return Pipeline.build(ProfileConfig(name="p", plugins=plugins), policies, profile_index=0)
+
+
+def config(policies: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> Config:
+    return parse_config(
+        {
+            "backends": [{"name": "a", "base_url": "http://127.0.0.1:1", "models": ["m"]}],
+            "routes": [{"name": "r", "model": "m", "backends": ["a"], "profile": "balanced"}],
+            "policies": policies,
+            "profiles": profiles,
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("w_one", "w_two", "expected"),
+    [
+        (1.0, 1.0, {"a": 0.5, "b": 0.5}),
+        (3.0, 1.0, {"a": 0.75, "b": 0.25}),
+        (1.0, 0.0, {"a": 1.0, "b": 0.0}),
+        (0.0, 0.0, {"a": 0.0, "b": 0.0}),
+    ],
+)
+def test_weights_combine_as_weighted_mean(
+    w_one: float, w_two: float, expected: dict[str, float]
+) -> None:
+    pipe = pipeline(
+        [("one", w_one), ("two", w_two)], [fixed("one", a=1.0, b=0.0), fixed("two", a=0.0, b=1.0)]
+    )
+    candidates = fleet("a", "b")
+    decision = pipe.decide(snapshot(candidates), candidates, "d1")
+    assert {c.backend: c.total for c in decision.candidates} == pytest.approx(expected)
+    assert decision.picker == "max-score-picker"  # appended when no picker is declared
+
+
+@pytest.mark.parametrize(
+    ("value", "clamped", "reason"),
+    [
+        (3.0, 1.0, "fixed 3.0 (clamped from 3)"),
+        (-0.5, 0.0, "fixed -0.5 (clamped from -0.5)"),
+        (math.nan, 0.0, "no score (got NaN: fixed nan)"),
+        (math.inf, 1.0, "fixed inf (clamped from inf)"),
+        (0.25, 0.25, "fixed 0.25"),
+        (None, 0.0, "no score"),
+    ],
+)
+def test_framework_clamps_user_scores(value: float | None, clamped: float, reason: str) -> None:
+    values = {"a": value} if value is not None else {}
+    pipe = pipeline(["wild"], [PolicyConfig(type=FIXED, name="wild", params={"values": values})])
+    candidates = fleet("a")
+    report = pipe.decide(snapshot(candidates), candidates, "d").candidates[0]
+    assert report.scores["wild"] == Score(clamped, reason)
+    assert report.total == clamped
+
+
+def test_every_reason_and_timing_is_kept() -> None:
+    pipe = pipeline(
+        [
+            "healthy-filter",
+            "capacity-filter",
+            "least-load-scorer",
+            "round-robin",
+            "max-score-picker",
+        ],
+        [],
+    )
+    candidates = [
+        backend("a", in_flight=1),
+        backend("b", in_flight=64),
+        backend("c", healthy=False, health_reason="ejected: timeout"),
+        backend("d", in_flight=3),
+    ]
+    decision = pipe.decide(snapshot(candidates, seq=1, now_s=12.5), candidates, "d42")
+    reports = {c.backend: c for c in decision.candidates}
+    assert list(reports) == ["a", "b", "c", "d"]
+    assert (reports["c"].dropped_by, reports["c"].drop_reason) == (
+        "healthy-filter",
+        "ejected: timeout",
+    )
+    assert (reports["b"].dropped_by, reports["b"].drop_reason) == (
+        "capacity-filter",
+        "at capacity: 64 of 64 in flight",
+    )
+    assert reports["b"].verdicts["healthy-filter"].reason == "healthy"
+    assert reports["a"].verdicts["capacity-filter"].reason == "1 of 64 in flight"
+    assert reports["a"].scores["least-load-scorer"].reason == "1 in flight of 64"
+    assert reports["d"].scores["round-robin"].reason == "rotation slot 1 of 2"
+    assert reports["b"].scores == {} and reports["b"].total == 0.0
+    # a: (1.0 + 0.5) / 2, d: (0.5 + 1.0) / 2 -> a tie, both orders allowed
+    assert sorted(decision.order) == ["a", "d"]
+    assert set(decision.timings_us) == {
+        "healthy-filter",
+        "capacity-filter",
+        "least-load-scorer",
+        "round-robin",
+        "max-score-picker",
+    }
+    assert all(t >= 0 for t in decision.timings_us.values())
+    assert decision.total_us >= sum(decision.timings_us.values())
+    assert (decision.id, decision.route, decision.model, decision.created_at) == (
+        "d42",
+        "route-a",
+        "m",
+        12.5,
+    )
+    assert decision.chosen == decision.order[0]
+
+
+@pytest.mark.parametrize(
+    ("candidates", "refs", "reason", "timed"),
+    [
+        (
+            [backend("a", healthy=False), backend("b", healthy=False)],
+            ["health", "least-load-scorer"],
+            "no candidates left after health",
+            {"health"},
+        ),
+        (
+            [backend("a", in_flight=64), backend("b", models=["other"])],
+            ["model-match-filter", "capacity-filter", "least-load-scorer"],
+            "no candidates left after capacity-filter",
+            {"model-match-filter", "capacity-filter"},
+        ),
+        ([], ["least-load-scorer"], "no candidates", set()),
+    ],
+)
+def test_no_survivors(candidates: list[Any], refs: list[str], reason: str, timed: set[str]) -> None:
+    strict = PolicyConfig(type="healthy-filter", name="health", params={"panic_mode": False})
+    decision = pipeline(refs, [strict]).decide(snapshot(candidates), candidates, "d")
+    assert (decision.order, decision.chosen, decision.picker_reason) == ((), None, reason)
+    assert set(decision.timings_us) == timed
+    assert all(c.dropped_by is not None for c in decision.candidates)
+
+
+def test_panic_mode_reason_is_visible() -> None:
+    candidates = [backend("a", healthy=False), backend("b", healthy=False)]
+    decision = pipeline(["healthy-filter"], []).decide(snapshot(candidates), candidates, "d")
+    assert len(decision.order) == 2
+    verdict = decision.candidates[0].verdicts["healthy-filter"]
+    assert verdict.reason == "panic: all 2 candidates unhealthy, keeping all"
+
+
+def test_plugin_exceptions_propagate() -> None:
+    boom = PolicyConfig(type="tests.policies.user_plugins:ExplodingScorer", name="boom")
+    with pytest.raises(RuntimeError, match="scorer bug"):
+        pipeline(["boom"], [boom]).decide(snapshot(), fleet("a"), "d")
+
+
+def test_picker_naming_a_dropped_backend_is_a_contract_error() -> None:
+    rogue = PolicyConfig(type="tests.policies.user_plugins.RoguePicker", name="rogue")
+    with pytest.raises(PolicyContractError, match="rogue"):
+        pipeline(["rogue"], [rogue]).decide(snapshot(), fleet("a"), "d")
+
+
+def test_user_policy_loaded_by_dotted_path_from_config() -> None:
+    cfg = config(
+        [{"type": FIXED, "name": "prefer-b", "params": {"values": {"a": 0.1, "b": 0.9}}}],
+        [{"name": "balanced", "plugins": [{"ref": "prefer-b"}, {"ref": "weighted-random-picker"}]}],
+    )
+    pipe = build_pipelines(cfg)["balanced"]
+    assert pipe.picker.name == "weighted-random-picker"
+    candidates = fleet("a", "b")
+    decision = pipe.decide(snapshot(candidates), candidates, "d")
+    assert sorted(decision.order) == ["a", "b"]
+    assert decision.candidates[1].scores["prefer-b"].reason == "fixed 0.9"
+
+
+@pytest.mark.parametrize(
+    ("policies", "plugins", "problems"),
+    [
+        ([], ["healthy-filter", "foo"], ["profiles.0.plugins.1.ref: unknown policy 'foo'"]),
+        (
+            [],
+            ["max-score-picker", "least-load-scorer"],
+            ["profiles.0.plugins.0.ref: picker 'max-score-picker' must be the last plugin"],
+        ),
+        (
+            [],
+            ["max-score", "weighted-random"],
+            [
+                "profiles.0.plugins.0.ref: picker 'max-score' must be the last plugin",
+                "profiles.0.plugins.1.ref: a profile has one picker; 'weighted-random' comes "
+                "after 'max-score'",
+            ],
+        ),
+        (
+            [],
+            ["least-load-scorer", "least-load-scorer"],
+            ["profiles.0.plugins.1.ref: 'least-load-scorer' appears twice"],
+        ),
+        (
+            [],
+            [{"ref": "healthy-filter", "weight": 2}],
+            [
+                "profiles.0.plugins.0.weight: only scorers take a weight; "
+                "'healthy-filter' is a filter"
+            ],
+        ),
+        (
+            [
+                {"type": "least-load-scorer", "name": "ok"},
+                {"type": "weighted-random-picker", "name": "hot", "params": {"temperature": -1}},
+            ],
+            ["ok", "hot"],  # the broken 'hot' is reported once, under policies
+            ["policies.1.params.temperature: Input should be greater than 0"],
+        ),
+    ],
+)
+def test_config_errors_name_the_yaml_path(
+    policies: list[dict[str, Any]], plugins: list[Any], problems: list[str]
+) -> None:
+    refs = [p if isinstance(p, dict) else {"ref": p} for p in plugins]
+    with pytest.raises(PolicyConfigError) as err:
+        build_pipelines(config(policies, [{"name": "balanced", "plugins": refs}]))
+    assert err.value.problems == problems
+
+
+def test_build_pipelines_collects_problems_from_every_profile() -> None:
+    cfg = config(
+        [],
+        [
+            {"name": "balanced", "plugins": [{"ref": "nope"}]},
+            {"name": "sticky", "plugins": [{"ref": "max-score-picker"}, {"ref": "random"}]},
+        ],
+    )
+    with pytest.raises(PolicyConfigError) as err:
+        build_pipelines(cfg)
+    assert err.value.problems == [
+        "profiles.0.plugins.0.ref: unknown policy 'nope'",
+        "profiles.1.plugins.0.ref: picker 'max-score-picker' must be the last plugin",
+    ]
+
+
+def test_build_pipelines_keys_by_profile_and_keeps_declared_order() -> None:
+    cfg = config(
+        [{"type": "least-load-scorer", "name": "load", "params": {"relative": False}}],
+        [
+            {"name": "balanced", "plugins": [{"ref": "healthy"}, {"ref": "load", "weight": 2}]},
+            {"name": "sticky", "plugins": [{"ref": "session-affinity-scorer"}]},
+        ],
+    )
+    pipes = build_pipelines(cfg)
+    assert list(pipes) == ["balanced", "sticky"]
+    balanced = pipes["balanced"]
+    assert [f.name for f in balanced.filters] == ["healthy"]
+    assert [(s.scorer.name, s.weight) for s in balanced.scorers] == [("load", 2.0)]
