@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import orjson
 from fastapi import APIRouter, Request
@@ -12,11 +14,12 @@ from starlette.responses import Response
 from gateway.decisions import DecisionRecord
 from gateway.errors import NotFound, PayloadTooLarge, SwitchyardError, UpstreamStatusError
 from gateway.service import Gateway
-from gateway.streaming import RelayResponse, StreamOutcome, relay
+from gateway.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
 from gateway.wire import check_length, parse_body, prompt_chars, upstream_body
 from policies.base import Endpoint
 from providers.base import UpstreamRequest
 
+T = TypeVar("T")
 router = APIRouter()
 
 _PATHS: dict[Endpoint, str] = {
@@ -142,25 +145,62 @@ async def _proxy(request: Request, endpoint: Endpoint) -> Response:
     deadline = gateway.dispatcher.deadline()
     try:
         if stream:
-            return await _open_stream(gateway, record, upstream, deadline, headers, started)
-        name, response = await gateway.dispatcher.send(record, upstream, deadline)
+            return await _open_stream(request, record, upstream, deadline, headers, started)
+        sent = await _unless_client_leaves(
+            request, gateway.dispatcher.send(record, upstream, deadline)
+        )
     except SwitchyardError as exc:
         _finish(gateway, record, started, exc.status, None, exc.code)
         return error_response(exc, headers)
+    if sent is None:
+        _finish(gateway, record, started, 499, None, "client_disconnected")
+        return Response(status_code=499)
+    name, response = sent
     headers["x-switchyard-backend"] = name
     _finish(gateway, record, started, response.status, name, None)
     return Response(response.body, response.status, headers, response.content_type)
 
 
+async def _unless_client_leaves(request: Request, work: Awaitable[T]) -> T | None:
+    """Await `work`, cancelling it if the client disconnects first (None then)."""
+    task = asyncio.current_task()
+    assert task is not None
+    left = False
+
+    async def watch() -> None:
+        nonlocal left
+        await wait_disconnect(request.receive)
+        left = True
+        task.cancel()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return await work
+    except asyncio.CancelledError:
+        if left:
+            task.uncancel()
+            return None
+        raise
+    finally:
+        watcher.cancel()
+
+
 async def _open_stream(
-    gateway: Gateway,
+    request: Request,
     record: DecisionRecord,
     upstream: UpstreamRequest,
     deadline: float,
     headers: dict[str, str],
     started: float,
 ) -> Response:
-    name, stream = await gateway.dispatcher.open_stream(record, upstream, deadline)
+    gateway = _gateway(request)
+    opened = await _unless_client_leaves(
+        request, gateway.dispatcher.open_stream(record, upstream, deadline)
+    )
+    if opened is None:
+        _finish(gateway, record, started, 499, None, "client_disconnected")
+        return Response(status_code=499)
+    name, stream = opened
     headers["x-switchyard-backend"] = name
     headers["cache-control"] = "no-cache"
     outcome = StreamOutcome()

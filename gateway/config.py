@@ -38,6 +38,7 @@ class HealthConfig(_Strict):
     consecutive_failures: int = Field(3, ge=1, description="Failures before ejection.")
     ejection_base_s: float = Field(5.0, gt=0)
     ejection_max_s: float = Field(120.0, gt=0)
+    active_probes: bool = Field(True, description="Probe every backend's /models periodically.")
     probe_interval_s: float = Field(10.0, gt=0, description="Active health check period.")
     probe_timeout_s: float = Field(2.0, gt=0)
 

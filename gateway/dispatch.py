@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TypeVar
 
 from gateway.config import Config
@@ -43,7 +44,10 @@ class Dispatcher:
         self, record: DecisionRecord, request: UpstreamRequest, deadline: float
     ) -> tuple[str, UpstreamResponse]:
         async def attempt(provider: Provider, deadlines: Deadlines) -> UpstreamResponse:
-            return await provider.send(request, deadlines)
+            # A non-streaming answer arrives whole, after the full generation: only the
+            # request's total deadline bounds it.
+            left = max(0.001, deadline - self._clock())
+            return await provider.send(request, replace(deadlines, first_byte_s=left))
 
         return await self._try_in_order(record, attempt, deadline, hold=False)
 

@@ -70,7 +70,8 @@ async def start_gateway(config: Config) -> Gateway:
         emulators=emulators,
         client_keys=client_keys,
     )
-    gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
+    if config.health.active_probes:
+        gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
     return gateway
 
 

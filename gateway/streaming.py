@@ -96,7 +96,7 @@ class RelayResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         pump = asyncio.ensure_future(self._pump(send))
-        watch = asyncio.ensure_future(_wait_disconnect(receive))
+        watch = asyncio.ensure_future(wait_disconnect(receive))
         try:
             await asyncio.wait((pump, watch), return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -126,7 +126,7 @@ class RelayResponse(Response):
                 await aclose()
 
 
-async def _wait_disconnect(receive: Receive) -> None:
+async def wait_disconnect(receive: Receive) -> None:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":

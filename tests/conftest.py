@@ -87,7 +87,8 @@ def make_config(
                 ],
             }
         ],
-        "health": {"probe_interval_s": 3600},
+        # Dispatch tests need failures to reach the dispatcher, not the prober.
+        "health": {"active_probes": False},
     }
     config.update(sections)
     return config
