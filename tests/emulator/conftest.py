@@ -60,6 +60,11 @@ def sse_payloads(text: str) -> list[Any]:
 
 
 async def stats(http: httpx.AsyncClient) -> dict[str, int]:
-    response = await http.get("/../emulator/stats")
+    response = await http.get(control_url(http, "stats"))
     result: dict[str, int] = response.json()
     return result
+
+
+def control_url(http: httpx.AsyncClient, name: str) -> httpx.URL:
+    """URL of an /emulator/* endpoint; those live outside the client's /v1 base."""
+    return http.base_url.join(f"/emulator/{name}")

@@ -53,7 +53,7 @@ async def test_request_and_response_bytes_pass_through(
     backend, url = capture
     config = make_config({"cap": url}, model="default")
     gw = await start_gateway(config)
-    raw = b'{"model": "default", "messages": [{"role": "user", "content": "hi"}], "x_vendor": {"a": 1}}'
+    raw = b'{"model": "default", "messages": [{"role": "user", "content": "hi"}],  "x_v": {"a": 1}}'
     response = await gw.client.post(
         "/v1/chat/completions", content=raw, headers={"content-type": "application/json"}
     )

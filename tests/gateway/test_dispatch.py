@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from typing import Any
 
@@ -201,10 +202,12 @@ async def test_client_disconnect_mid_stream_cancels_upstream(
     engine = await start_emulator(token_delay_ms=50)
     gw = await start_gateway(make_config({"only": engine.base_url}))
     body = {**CHAT, "stream": True, "max_tokens": 200}
-    async with httpx.AsyncClient(base_url=gw.url) as client:
-        async with client.stream("POST", "/v1/chat/completions", json=body) as response:
-            async for _ in response.aiter_bytes():
-                break
+    async with (
+        httpx.AsyncClient(base_url=gw.url) as client,
+        client.stream("POST", "/v1/chat/completions", json=body) as response,
+    ):
+        async for _ in response.aiter_bytes():
+            break
     await wait_idle(gw)
     for _ in range(100):
         if engine.runtime.stats.cancelled:
@@ -220,10 +223,8 @@ async def test_client_disconnect_before_response_cancels_upstream(
     engine = await start_emulator(token_delay_ms=50)
     gw = await start_gateway(make_config({"only": engine.base_url}))
     async with httpx.AsyncClient(base_url=gw.url, timeout=0.3) as client:
-        try:
+        with contextlib.suppress(httpx.ReadTimeout):
             await client.post("/v1/chat/completions", json={**CHAT, "max_tokens": 200})
-        except httpx.ReadTimeout:
-            pass
     await wait_idle(gw)
     for _ in range(100):
         if engine.runtime.stats.cancelled:
