@@ -113,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    level = str(getattr(args, "log_level", "info")).upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(message)s")
     # httpx logs every upstream call at INFO; the access log already says what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
     try:

@@ -1,20 +1,36 @@
-"""Run an ASGI app on a loopback port inside the current event loop (tests, embedded engines)."""
+"""Serve an ASGI app on a loopback port from the current event loop (tests, embedded engines)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
+from collections.abc import Generator
 from typing import Literal
 
 import uvicorn
 from starlette.types import ASGIApp
 
-_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+_GRACEFUL_SHUTDOWN_S = 2
+_STOP_TIMEOUT_S = 5.0
+_STARTUP_POLL_S = 0.005
+
+
+class _NestedUvicorn(uvicorn.Server):
+    """Leaves signals to the host process: this server runs inside another's event loop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
 
 
 class LoopbackServer:
-    """A uvicorn server bound to loopback only; `port=0` picks a free port."""
+    """A uvicorn server bound to loopback only; `port=0` picks a free port.
+
+    The socket is bound here rather than by uvicorn, so a busy port is an OSError
+    instead of uvicorn calling sys.exit inside the host's loop.
+    """
 
     def __init__(
         self,
@@ -24,47 +40,97 @@ class LoopbackServer:
         port: int = 0,
         lifespan: Literal["auto", "on", "off"] = "auto",
     ) -> None:
-        if host not in _LOOPBACK:
-            raise ValueError(f"refusing to bind {host}: in-process servers stay on loopback")
-        self._host = host
-        self._socket = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._socket.bind((host, port))
-        self.port: int = self._socket.getsockname()[1]
-        config = uvicorn.Config(
-            app,
-            log_level="warning",
-            access_log=False,
-            lifespan=lifespan,
-            loop="none",
-            timeout_graceful_shutdown=2,
-        )
-        self._server = uvicorn.Server(config)
+        self.host = loopback_host(host)
+        self._app = app
+        self._requested_port = port
+        self._lifespan: Literal["auto", "on", "off"] = lifespan
+        self._port: int | None = None
+        self._server: _NestedUvicorn | None = None
         self._task: asyncio.Task[None] | None = None
 
     @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("server is not started")
+        return self._port
+
+    @property
     def url(self) -> str:
-        return f"http://{self._host}:{self.port}"
+        return http_origin(self.host, self.port)
 
     async def start(self) -> None:
-        # Signals belong to the host process, not to a server nested inside it.
-        self._server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
-        self._task = asyncio.create_task(self._server.serve(sockets=[self._socket]))
-        while not self._server.started:
-            if self._task.done():
-                await self._task
-                raise RuntimeError("server exited during start-up")
-            await asyncio.sleep(0.005)
+        if self._task is not None:
+            raise RuntimeError("server is already started")
+        sock = bind_loopback(self.host, self._requested_port)
+        config = uvicorn.Config(
+            self._app,
+            # No log_config / log_level / access_log: each rewrites the process-wide
+            # uvicorn loggers, which belong to the host.
+            log_config=None,
+            lifespan=self._lifespan,
+            proxy_headers=False,
+            server_header=False,
+            timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
+        )
+        self._server = _NestedUvicorn(config)
+        self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
+        try:
+            await wait_until_started(self._server, self._task)
+        except BaseException:
+            sock.close()
+            self._task = self._server = None
+            raise
+        self._port = int(sock.getsockname()[1])
 
     async def stop(self) -> None:
-        if self._task is None:
+        """Stop gracefully (responses in flight get a moment to finish), then cancel."""
+        task, server = self._task, self._server
+        if task is None or server is None:
             return
-        self._server.should_exit = True
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), timeout=5)
-        except TimeoutError:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-        self._task = None
-        self._socket.close()
+        self._task = self._server = None
+        server.should_exit = True
+        done, _ = await asyncio.wait((task,), timeout=_STOP_TIMEOUT_S)
+        if not done:
+            task.cancel()
+            await asyncio.wait((task,))
+        elif not task.cancelled():
+            task.result()
+
+
+async def wait_until_started(server: uvicorn.Server, task: asyncio.Task[None]) -> None:
+    """Return once `server` accepts connections; re-raise if it died first."""
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("server exited during start-up")
+        await asyncio.sleep(_STARTUP_POLL_S)
+
+
+def loopback_host(host: str) -> str:
+    """`host` if it is a loopback address ("localhost" means 127.0.0.1); else ValueError."""
+    if host == "localhost":
+        return "127.0.0.1"
+    try:
+        is_loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        is_loopback = False
+    if not is_loopback:
+        raise ValueError(f"in-process servers bind loopback addresses only, not {host!r}")
+    return host
+
+
+def bind_loopback(host: str, port: int) -> socket.socket:
+    """A bound TCP socket. IPPROTO_TCP matters: without it asyncio skips TCP_NODELAY."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def http_origin(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

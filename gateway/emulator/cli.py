@@ -12,8 +12,8 @@ import uvicorn
 
 from gateway.emulator.app import create_app
 from gateway.emulator.runtime_state import EmulatorRuntime
-from gateway.emulator.server import bind_loopback, http_origin, loopback_host, wait_until_started
 from gateway.emulator.settings import EmulatorSettings, Faults
+from gateway.loopback import bind_loopback, http_origin, loopback_host, wait_until_started
 
 # (flag, settings field, type); argparse defaults are None so pydantic's defaults apply.
 _SETTING_FLAGS: list[tuple[str, str, type]] = [

@@ -1,0 +1,107 @@
+"""The in-process server handle and the ``switchyard emulate`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+import httpx
+import pytest
+
+from gateway.emulator import EmulatorServer, EmulatorSettings
+from gateway.emulator.cli import add_arguments, run, settings_from_args
+from tests.emulator.conftest import StartEmulator, chat_request
+
+_RUN_CLI = (
+    "import argparse, sys\n"
+    "from gateway.emulator import cli\n"
+    "parser = argparse.ArgumentParser()\n"
+    "cli.add_arguments(parser)\n"
+    "sys.exit(cli.run(parser.parse_args(sys.argv[1:])))\n"
+)
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.168.1.10", "example.com"])
+def test_only_loopback_hosts(host: str) -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        EmulatorServer(host=host)
+    assert run(_parse("--host", host)) == 2
+
+
+async def test_server_lifecycle_and_ipv6_loopback() -> None:
+    server = EmulatorServer(EmulatorSettings(models=["a"]), host="::1")
+    with pytest.raises(RuntimeError):
+        _ = server.port
+    try:
+        await server.start()
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    try:
+        assert server.base_url == f"http://[::1]:{server.port}/v1"
+        async with httpx.AsyncClient(base_url=server.base_url) as http:
+            assert (await http.get("/models")).json()["data"][0]["id"] == "a"
+        with pytest.raises(RuntimeError):
+            await server.start()
+    finally:
+        await server.stop()
+    await server.stop()  # a second stop is harmless
+
+
+async def test_busy_port_raises_oserror(emulator: EmulatorServer) -> None:
+    with pytest.raises(OSError):
+        await EmulatorServer(port=emulator.port).start()
+
+
+async def test_stop_does_not_wait_for_endless_streams(start_emulator: StartEmulator) -> None:
+    server = await start_emulator(token_delay_ms=1000)
+    http = httpx.AsyncClient(base_url=server.base_url)
+    request = chat_request(stream=True, max_tokens=100)
+    async with http.stream("POST", "/chat/completions", json=request):
+        await asyncio.wait_for(server.stop(), timeout=8)
+    await http.aclose()
+
+
+def test_settings_from_args() -> None:
+    args = _parse(
+        "--model", "a", "--model", "b", "--token-delay-ms", "0", "--time-scale", "0.5",
+        "--fail-status", "503", "--fail-count", "2", "--cut-stream-after-chunks", "4",
+    )  # fmt: skip
+    settings = settings_from_args(args)
+    assert settings.models == ["a", "b"]
+    assert (settings.token_delay_ms, settings.time_scale) == (0.0, 0.5)
+    assert (settings.faults.fail_status, settings.faults.fail_count) == (503, 2)
+    assert settings.faults.cut_stream_after_chunks == 4
+    assert settings_from_args(_parse()) == EmulatorSettings()
+    assert run(_parse("--time-scale", "-1")) == 2
+
+
+async def test_cli_serves_until_interrupted() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _RUN_CLI, "--port", "0", "--model", "m1", "--model", "m2",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), timeout=20)).decode()
+        assert line.startswith("emulator listening on http://127.0.0.1:")
+        base_url = line.split()[-1]
+        async with httpx.AsyncClient(base_url=base_url) as http:
+            models = (await http.get("/models")).json()
+            assert [model["id"] for model in models["data"]] == ["m1", "m2"]
+            body = {"model": "m2", "prompt": "x", "max_tokens": 2, "stream": True}
+            streamed = await http.post("/completions", json=body)
+            assert streamed.text.endswith("data: [DONE]\n\n")
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), timeout=10) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
