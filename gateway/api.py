@@ -50,19 +50,23 @@ def _gateway(request: Request) -> Gateway:
     return gateway
 
 
-@router.post("/v1/chat/completions")
 async def chat_completions(request: Request) -> Response:
     return await _proxy(request, "chat.completions")
 
 
-@router.post("/v1/completions")
 async def completions(request: Request) -> Response:
     return await _proxy(request, "completions")
 
 
-@router.post("/v1/embeddings")
 async def embeddings(request: Request) -> Response:
     return await _proxy(request, "embeddings")
+
+
+PROXY_ROUTES = {
+    "/v1/chat/completions": chat_completions,
+    "/v1/completions": completions,
+    "/v1/embeddings": embeddings,
+}
 
 
 @router.get("/v1/models")

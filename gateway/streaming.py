@@ -54,7 +54,8 @@ async def relay(
             yield chunk
             if clock() > deadline:
                 raise UpstreamTimeout("request exceeded its total deadline mid-stream")
-        if _DONE not in tail and not _ends_with_error_event(tail):
+        is_sse = stream.content_type.startswith("text/event-stream")
+        if is_sse and _DONE not in tail and not _ends_with_error_event(tail):
             raise UpstreamProtocolError("backend ended the stream without [DONE]")
     except SwitchyardError as exc:
         outcome.error = exc
