@@ -1,0 +1,398 @@
+"""The `switchyard` command: check and explain in-process, serve and emulate as processes."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import orjson
+import pytest
+import yaml
+
+from gateway.cli import embedded_config_path, main
+from tests.conftest import make_config
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOYMENT = REPO / "examples" / "deployment.yaml"
+MODEL = "emulated-model"
+STOP_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def closed_url() -> str:
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+def write_yaml(tmp_path: Path, data: dict[str, Any], name: str = "config.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def broken_config() -> dict[str, Any]:
+    """Four problems across check's three passes: an extra key (shape), a route naming an
+    unknown backend (references), a bad policy parameter and a profile referring to
+    nothing (policies)."""
+    config = make_config({"a": closed_url(), "b": closed_url()})
+    config["routes"][0]["backends"] = ["a", "ghost"]
+    config["policies"] = [
+        {"type": "weighted-random-picker", "name": "explore", "params": {"temperature": 0}}
+    ]
+    config["profiles"][0]["plugins"].insert(2, {"ref": "nowhere"})
+    config["colour"] = "blue"
+    return config
+
+
+# -- check ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", [embedded_config_path(), DEPLOYMENT], ids=["embedded", "deploy"])
+def test_check_accepts_a_valid_config(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--config", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert re.fullmatch(r"ok: \d+ backends, \d+ routes, \d+ profiles\n", out)
+
+
+def test_check_without_config_checks_the_embedded_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["check"]) == 0
+    assert capsys.readouterr().out == "ok: 3 backends, 2 routes, 2 profiles\n"
+
+
+@pytest.mark.parametrize(
+    ("break_it", "expected"),
+    [
+        (lambda c: c.update(colour="blue"), "colour: Extra inputs are not permitted"),
+        (
+            lambda c: c["routes"][0]["backends"].append("ghost"),
+            "routes.0.backends.2: unknown backend 'ghost'",
+        ),
+        (
+            lambda c: c.update(
+                policies=[
+                    {"type": "weighted-random-picker", "name": "x", "params": {"temperature": 0}}
+                ]
+            ),
+            "policies.0.params.temperature: Input should be greater than 0",
+        ),
+        (
+            lambda c: c["profiles"][0]["plugins"].insert(2, {"ref": "nowhere"}),
+            "profiles.0.plugins.2.ref: unknown policy 'nowhere'",
+        ),
+    ],
+    ids=["extra-key", "unknown-backend", "bad-param", "unknown-ref"],
+)
+def test_check_names_the_yaml_path_of_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], break_it: Any, expected: str
+) -> None:
+    config = make_config({"a": closed_url(), "b": closed_url()})
+    break_it(config)
+    path = write_yaml(tmp_path, config)
+    assert main(["check", "--config", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.splitlines() == [f"config error in {path}:", f"  {expected}"]
+
+
+def test_check_lists_every_policy_problem_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = broken_config()
+    config["routes"][0]["backends"] = ["a", "b"]
+    del config["colour"]
+    config["profiles"][0]["plugins"].insert(0, {"ref": "healthy-filter", "weight": 2})
+    assert main(["check", "--config", str(write_yaml(tmp_path, config))]) == 2
+    problems = capsys.readouterr().err.splitlines()[1:]
+    assert problems == [
+        "  policies.0.params.temperature: Input should be greater than 0",
+        "  profiles.0.plugins.0.weight: only scorers take a weight; 'healthy-filter' is a filter",
+        "  profiles.0.plugins.1.ref: 'healthy-filter' appears twice",
+        "  profiles.0.plugins.3.ref: unknown policy 'nowhere'",
+    ]
+
+
+@pytest.mark.xfail(
+    reason="check stops at the first failing layer: pydantic skips Config's reference "
+    "validator when a field is invalid, _check_references raises on the first bad "
+    "reference, and policies are only built once the file parses",
+    strict=True,
+)
+def test_check_lists_every_problem_of_a_file_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_yaml(tmp_path, broken_config())
+    assert main(["check", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    for where in (
+        "colour:",
+        "routes.0.backends.1:",
+        "policies.0.params.temperature:",
+        "profiles.0.plugins.2.ref:",
+    ):
+        assert f"  {where}" in err
+
+
+def test_check_reports_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nope.yaml"
+    assert main(["check", "--config", str(missing)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"config error in {missing}:",
+        "  (file): No such file or directory",
+    ]
+
+
+# -- explain --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def sentinel() -> Iterator[socket.socket]:
+    """A listening socket a backend points at: any connection to it would queue up."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        sock.setblocking(False)
+        yield sock
+
+
+def explain_config(tmp_path: Path, sentinel: socket.socket) -> Path:
+    port = sentinel.getsockname()[1]
+    backends = {
+        "gpu-a": closed_url(),
+        "gpu-b": closed_url(),
+        "gpu-c": f"http://127.0.0.1:{port}/v1",
+    }
+    profile: list[dict[str, Any]] = [
+        {"ref": "model-match-filter"},
+        {"ref": "healthy-filter"},
+        {"ref": "load", "weight": 1.0},
+        {"ref": "sticky", "weight": 0.5},
+        {"ref": "max-score-picker"},
+    ]
+    policies = [
+        {"type": "least-load-scorer", "name": "load"},
+        {"type": "session-affinity-scorer", "name": "sticky"},
+    ]
+    config = make_config(backends, profile=profile, policies=policies)
+    config["routes"][0]["name"] = "chat"
+    return write_yaml(tmp_path, config)
+
+
+def run_explain(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["explain", *args]) == 0
+    result: dict[str, Any] = orjson.loads(capsys.readouterr().out)
+    return result
+
+
+def test_explain_shows_every_candidates_scores_and_sends_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sentinel: socket.socket
+) -> None:
+    config = explain_config(tmp_path, sentinel)
+    request = tmp_path / "request.json"
+    request.write_bytes(
+        orjson.dumps({"model": "chat", "messages": [{"role": "user", "content": "hi"}]})
+    )
+    args = [str(request), "--config", str(config), "--header", "X-Session-Id=user-12345"]
+    result = run_explain(capsys, *args)
+
+    assert result["route"] == "chat" and result["upstream_model"] == MODEL
+    assert sorted(result["order"]) == ["gpu-a", "gpu-b", "gpu-c"]
+    assert result["chosen"] == result["order"][0]
+    assert result["picker"] == "max-score-picker" and result["picker_reason"]
+    for candidate in result["candidates"]:
+        assert candidate["scores"].keys() == {"load", "sticky"}
+        assert candidate["verdicts"].keys() == {"model-match-filter", "healthy-filter"}
+        for entry in [*candidate["scores"].values(), *candidate["verdicts"].values()]:
+            assert entry["reason"]
+        assert candidate["scores"]["load"] == {"score": 1.0, "reason": "0 in flight of 64"}
+        assert candidate["scores"]["sticky"]["reason"].startswith("session user…")
+    pinned = [c for c in result["candidates"] if c["scores"]["sticky"]["score"] == 1.0]
+    assert [c["backend"] for c in pinned] == [result["chosen"]]
+    # The session decides, not chance: the same request explains the same way.
+    assert run_explain(capsys, *args)["order"] == result["order"]
+    with pytest.raises(BlockingIOError):
+        sentinel.accept()
+
+
+def test_explain_reads_stdin_and_other_endpoints(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    sentinel: socket.socket,
+) -> None:
+    config = explain_config(tmp_path, sentinel)
+    raw = orjson.dumps({"model": "chat", "prompt": "Once upon", "user": "someone-else"})
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
+    result = run_explain(capsys, "-", "--config", str(config), "--endpoint", "completions")
+    assert result["route"] == "chat" and len(result["candidates"]) == 3
+    # Without x-session-id the OpenAI `user` field keys the session.
+    assert all(
+        c["scores"]["sticky"]["reason"].startswith("session some…") for c in result["candidates"]
+    )
+    with pytest.raises(BlockingIOError):
+        sentinel.accept()
+
+
+@pytest.mark.xfail(
+    reason="main() only turns ConfigError into a message; explain lets NotFound "
+    "(and InvalidRequest, FileNotFoundError, PolicyConfigError) escape as a traceback",
+    strict=True,
+)
+def test_explain_reports_an_unknown_route_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sentinel: socket.socket
+) -> None:
+    request = tmp_path / "request.json"
+    request.write_bytes(orjson.dumps({"model": "nope", "messages": [{"role": "user"}]}))
+    code = main(["explain", str(request), "--config", str(explain_config(tmp_path, sentinel))])
+    assert code != 0
+    assert "nope" in capsys.readouterr().err
+
+
+# -- serve and emulate as real processes ----------------------------------------------
+
+
+def switchyard_command() -> list[str]:
+    """The installed console script when there is one, else the module."""
+    script = shutil.which("switchyard", path=str(Path(sys.executable).parent))
+    return [script] if script else [sys.executable, "-m", "gateway.cli"]
+
+
+@contextmanager
+def running(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """Start `switchyard ARGS` with stdout+stderr to `log`; always stopped by PID."""
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [*switchyard_command(), *args], stdout=sink, stderr=subprocess.STDOUT, cwd=REPO
+        )
+        try:
+            yield proc
+        finally:
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=STOP_TIMEOUT_S)
+    return proc.returncode
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], log: Path) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    with httpx.Client(trust_env=False, timeout=1.0) as http:
+        while True:
+            assert proc.poll() is None, f"exited with {proc.returncode}:\n{log.read_text()}"
+            try:
+                if http.get(url).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, f"not ready in time:\n{log.read_text()}"
+            time.sleep(0.05)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+def assert_stopped_gracefully(proc: subprocess.Popen[bytes]) -> None:
+    # uvicorn shuts down, then re-raises the SIGTERM it caught; a kill would be -SIGKILL.
+    assert stop(proc) in (0, -signal.SIGTERM)
+
+
+def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "serve.log"
+    with running(["serve", "--port", str(port)], log) as proc:
+        wait_ready(f"http://127.0.0.1:{port}/healthz", proc, log)
+        # The engines' ports are random; the start-up log is the only place that names them.
+        engines = [
+            int(p)
+            for p in re.findall(r"emulated engine \S+ listening on \S+:(\d+)/v1", log.read_text())
+        ]
+        assert len(engines) == 3
+        with httpx.Client(trust_env=False) as http:
+            for engine in engines:
+                assert http.get(f"http://127.0.0.1:{engine}/health").status_code == 200
+
+        with openai.OpenAI(
+            base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0
+        ) as client:
+            messages: Any = [{"role": "user", "content": "hi"}]
+            reply = client.chat.completions.create(model="default", messages=messages, max_tokens=4)
+            assert reply.choices[0].message.content
+            assert reply.usage is not None and reply.usage.completion_tokens == 4
+            stream = client.chat.completions.create(
+                model="default", messages=messages, max_tokens=4, stream=True
+            )
+            text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+            assert text == reply.choices[0].message.content
+        assert_stopped_gracefully(proc)
+
+    assert "Application shutdown complete" in log.read_text()
+    assert port_is_free(port)
+    assert all(port_is_free(engine) for engine in engines)
+
+
+@pytest.mark.xfail(
+    reason="serve builds pipelines only in the ASGI lifespan: a policy error becomes a "
+    "uvicorn start-up traceback and exit code 3, not check's message and exit code 2",
+    strict=True,
+)
+def test_serve_refuses_a_bad_config_like_check(tmp_path: Path) -> None:
+    config = broken_config()
+    config["routes"][0]["backends"] = ["a", "b"]
+    del config["colour"]
+    log = tmp_path / "serve.log"
+    with running(
+        ["serve", "--config", str(write_yaml(tmp_path, config)), "--port", str(free_port())], log
+    ) as proc:
+        proc.wait(timeout=START_TIMEOUT_S)
+    output = log.read_text()
+    assert proc.returncode == 2
+    assert "  policies.0.params.temperature: Input should be greater than 0" in output
+    assert "Traceback" not in output
+
+
+def test_emulate_serves_chat_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "emulate.log"
+    with running(["emulate", "--port", str(port), "--token-delay-ms", "0"], log) as proc:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(f"{base}/health", proc, log)
+        with httpx.Client(base_url=base, trust_env=False, timeout=10) as http:
+            body = {
+                "model": MODEL,
+                "messages": [{"role": "user", "content": "hi"}],
+                "max_tokens": 3,
+            }
+            reply = http.post("/v1/chat/completions", json=body)
+            assert reply.status_code == 200
+            assert reply.json()["usage"]["completion_tokens"] == 3
+        assert_stopped_gracefully(proc)
+    assert f"emulator listening on {base}/v1" in log.read_text()
+    assert port_is_free(port)
