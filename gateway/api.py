@@ -87,11 +87,15 @@ async def healthz() -> Response:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> Response:
-    gateway = _gateway(request)
-    backends = gateway.state.describe()
-    ready = any(b["healthy"] for b in backends)
-    body = {"status": "ready" if ready else "unavailable", "backends": backends}
-    return json_response(body, 200 if ready else 503)
+    """Unauthenticated, for load balancers: counts only; details need a key."""
+    backends = _gateway(request).state.describe()
+    healthy = sum(1 for b in backends if b["healthy"])
+    body = {
+        "status": "ready" if healthy else "unavailable",
+        "backends_healthy": healthy,
+        "backends_total": len(backends),
+    }
+    return json_response(body, 200 if healthy else 503)
 
 
 @router.get("/v1/switchyard/decisions/{decision_id}")

@@ -55,7 +55,7 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     error = ClientError(str(exc.detail), code="not_found" if exc.status_code == 404 else None)
     error.status = exc.status_code
-    return error_response(error)
+    return error_response(error, dict(exc.headers or {}))
 
 
 async def _on_bug(request: Request, exc: Exception) -> Response:

@@ -12,6 +12,7 @@ from pathlib import Path
 import orjson
 
 from gateway.config import Config, ConfigError, load_config
+from gateway.errors import SwitchyardError
 
 EMBEDDED_CONFIG = "embedded.yaml"
 
@@ -28,8 +29,10 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.app import create_app
+    from gateway.service import client_keys
 
     config = _load(args.config)
+    client_keys(config.server.api_keys_env)  # fail here, with a message, not in the lifespan
     server = config.server
     host = args.host or server.host
     port = args.port if args.port is not None else server.port
@@ -46,13 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from policies import PolicyConfigError, build_pipelines
-
     config = _load(args.config)
-    try:
-        build_pipelines(config)
-    except PolicyConfigError as exc:
-        raise ConfigError(args.config or EMBEDDED_CONFIG, exc.problems) from None
     print(
         f"ok: {len(config.backends)} backends, {len(config.routes)} routes, "
         f"{len(config.profiles)} profiles"
@@ -75,6 +72,12 @@ def _emulate(args: argparse.Namespace) -> int:
     from gateway.emulator import cli as emulator_cli
 
     return emulator_cli.run(args)
+
+
+def _header(text: str) -> str:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,7 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="chat.completions",
         choices=["chat.completions", "completions", "embeddings"],
     )
-    explain.add_argument("--header", action="append", default=[], help="NAME=VALUE, repeatable")
+    explain.add_argument(
+        "--header", action="append", default=[], type=_header, help="NAME=VALUE, repeatable"
+    )
     explain.set_defaults(func=_explain)
 
     from gateway.emulator import cli as emulator_cli
@@ -123,6 +128,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"config error in {exc.source}:", file=sys.stderr)
         for problem in exc.problems:
             print(f"  {problem}", file=sys.stderr)
+        return 2
+    except SwitchyardError as exc:  # explain: the request itself is wrong
+        print(f"error: {exc.message}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
         return 2
     return code
 

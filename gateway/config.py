@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
+
+from policies.pipeline import pipeline_problems
 
 BackendKind = Literal[
     "openai-compatible", "vllm", "sglang", "llama-cpp", "ollama", "openai", "emulated"
@@ -25,6 +27,14 @@ class TimeoutsConfig(_Strict):
     first_token_s: float = Field(60.0, gt=0, description="Until the first response byte.")
     between_chunks_s: float = Field(60.0, gt=0, description="Max silence inside a stream.")
     total_s: float = Field(600.0, gt=0, description="Whole request, first attempt to last byte.")
+
+
+class BackendTimeouts(_Strict):
+    """A backend's own deadlines; an unset field inherits the top-level `timeouts`."""
+
+    connect_s: float | None = Field(None, gt=0)
+    first_token_s: float | None = Field(None, gt=0)
+    between_chunks_s: float | None = Field(None, gt=0)
 
 
 class RetryConfig(_Strict):
@@ -49,7 +59,7 @@ class EmulatorOptions(_Strict):
     token_delay_ms: float = Field(5.0, ge=0)
     base_latency_ms: float = Field(0.0, ge=0)
     prefill_ms_per_1k_tokens: float = Field(0.0, ge=0)
-    time_scale: float = Field(1.0, gt=0)
+    time_scale: float = Field(1.0, ge=0, description="Multiplies every delay; 0 never sleeps.")
 
 
 class BackendConfig(_Strict):
@@ -65,7 +75,9 @@ class BackendConfig(_Strict):
     models: list[str] = Field(min_length=1)
     max_concurrency: int = Field(64, ge=1)
     max_connections: int = Field(256, ge=1)
-    timeouts: TimeoutsConfig | None = None
+    timeouts: BackendTimeouts | None = Field(
+        None, description="Per-backend deadlines; total_s is per request, so only top-level."
+    )
 
     @model_validator(mode="after")
     def _check_address(self) -> BackendConfig:
@@ -128,38 +140,60 @@ class Config(_Strict):
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
-        _unique("backends", [b.name for b in self.backends])
-        _unique("routes", [r.name for r in self.routes])
-        _unique("policies", [p.name for p in self.policies])
-        _unique("profiles", [p.name for p in self.profiles])
-        backends = {b.name: b for b in self.backends}
-        profiles = {p.name for p in self.profiles}
-        for i, route in enumerate(self.routes):
-            for j, name in enumerate(route.backends):
-                if name not in backends:
-                    raise ValueError(f"routes.{i}.backends.{j}: unknown backend {name!r}")
-                if route.model not in backends[name].models:
-                    raise ValueError(
-                        f"routes.{i}.backends.{j}: backend {name!r} does not serve "
-                        f"model {route.model!r}"
-                    )
-            if route.profile not in profiles:
-                raise ValueError(f"routes.{i}.profile: unknown profile {route.profile!r}")
+        problems = reference_problems(self.backends, self.routes, self.policies, self.profiles)
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
 
     def backend(self, name: str) -> BackendConfig:
         return next(b for b in self.backends if b.name == name)
 
     def timeouts_for(self, backend: str) -> TimeoutsConfig:
-        return self.backend(backend).timeouts or self.timeouts
+        own = self.backend(backend).timeouts
+        if own is None:
+            return self.timeouts
+        return self.timeouts.model_copy(update=own.model_dump(exclude_none=True))
 
 
-def _unique(section: str, names: list[str]) -> None:
+def reference_problems(
+    backends: list[BackendConfig] | None,
+    routes: list[RouteConfig] | None,
+    policies: list[PolicyConfig] | None,
+    profiles: list[ProfileConfig] | None,
+) -> list[str]:
+    """Every broken cross-reference; a section that failed validation is passed as None."""
+    problems: list[str] = []
+    for section, items in (
+        ("backends", backends),
+        ("routes", routes),
+        ("policies", policies),
+        ("profiles", profiles),
+    ):
+        problems += _duplicates(section, [item.name for item in items or []])
+    if routes is None:
+        return problems
+    by_name = {b.name: b for b in backends or []}
+    profile_names = {p.name for p in profiles or []}
+    for i, route in enumerate(routes):
+        for j, name in enumerate(route.backends):
+            where = f"routes.{i}.backends.{j}"
+            if backends is not None and name not in by_name:
+                problems.append(f"{where}: unknown backend {name!r}")
+            elif name in by_name and route.model not in by_name[name].models:
+                problems.append(f"{where}: backend {name!r} does not serve model {route.model!r}")
+        if profiles is not None and route.profile not in profile_names:
+            problems.append(f"routes.{i}.profile: unknown profile {route.profile!r}")
+    return problems
+
+
+def _duplicates(section: str, names: list[str]) -> list[str]:
     seen: set[str] = set()
+    problems = []
     for i, name in enumerate(names):
         if name in seen:
-            raise ValueError(f"{section}.{i}.name: duplicate name {name!r}")
+            problems.append(f"{section}.{i}.name: duplicate name {name!r}")
         seen.add(name)
+    return problems
 
 
 class ConfigError(Exception):
@@ -172,12 +206,48 @@ class ConfigError(Exception):
 
 
 def parse_config(data: Any, source: str = "<config>") -> Config:
+    """Validate a whole config and report every problem at once, each with its YAML path."""
     if not isinstance(data, dict):
         raise ConfigError(source, ["(root): expected a mapping"])
-    try:
-        return Config.model_validate(data)
-    except ValidationError as exc:
-        raise ConfigError(source, [_describe(err) for err in exc.errors()]) from None
+    sections, problems = _validate_sections(data)
+
+    def section(name: str) -> Any:
+        if name in sections:
+            return sections[name]
+        info = Config.model_fields[name]
+        if name in data or info.is_required():  # invalid or missing: nothing to check
+            return None
+        return info.get_default(call_default_factory=True)
+
+    problems += reference_problems(
+        section("backends"), section("routes"), section("policies"), section("profiles")
+    )
+    policies, profiles = section("policies"), section("profiles")
+    if policies is not None and profiles is not None:
+        problems += pipeline_problems(policies, profiles)
+    if problems:
+        raise ConfigError(source, problems)
+    return Config.model_validate(sections)
+
+
+def _validate_sections(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Each top-level section on its own, so one bad section does not hide the others."""
+    fields = Config.model_fields
+    problems = [f"{key}: Extra inputs are not permitted" for key in data if key not in fields]
+    sections: dict[str, Any] = {}
+    for name, info in fields.items():
+        if name not in data:
+            if info.is_required():
+                problems.append(f"{name}: Field required")
+            continue
+        # The FieldInfo carries the section's own constraints (min_length, ...).
+        section_type: Any = Annotated[info.annotation, info]
+        adapter: TypeAdapter[Any] = TypeAdapter(section_type)
+        try:
+            sections[name] = adapter.validate_python(data[name])
+        except ValidationError as exc:
+            problems += [_describe(err, prefix=name) for err in exc.errors()]
+    return sections, problems
 
 
 def load_config(path: str | Path) -> Config:
@@ -193,9 +263,9 @@ def load_config(path: str | Path) -> Config:
     return parse_config(data, source)
 
 
-def _describe(err: Any) -> str:
+def _describe(err: Any, prefix: str = "") -> str:
     """Render one pydantic error as `yaml.path: message`."""
-    loc = ".".join(str(part) for part in err["loc"])
+    loc = ".".join(str(part) for part in (prefix, *err["loc"]) if part != "")
     msg = str(err["msg"]).removeprefix("Value error, ")
     head, sep, rest = msg.partition(": ")
     # Our validators prefix their messages with the path below the model they check.

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord
-from gateway.errors import NoBackendAvailable, UpstreamError, UpstreamStatusError
+from gateway.errors import CapacityExhausted, NoBackendAvailable, UpstreamError, UpstreamStatusError
 from gateway.state import FleetState
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 
@@ -66,6 +66,11 @@ class Dispatcher:
     ) -> tuple[str, T]:
         decision = record.decision
         if not decision.order:
+            names = [c.backend for c in decision.candidates]
+            if names and all(self._state.at_capacity(n) for n in names):
+                raise CapacityExhausted(
+                    f"every backend of route {decision.route!r} is at max_concurrency"
+                )
             raise NoBackendAvailable(f"no backend can serve this request: {decision.picker_reason}")
         order = list(decision.order)
         last: UpstreamError | None = None

@@ -45,7 +45,7 @@ class Gateway:
 
 async def start_gateway(config: Config) -> Gateway:
     """Start emulated engines, open provider pools and the log writer."""
-    client_keys = _client_keys(config.server.api_keys_env)
+    keys = client_keys(config.server.api_keys_env)
     pipelines = build_pipelines(config)
     emulators: list[EmulatorServer] = []
     providers: dict[str, Provider] = {}
@@ -68,7 +68,7 @@ async def start_gateway(config: Config) -> Gateway:
         log=log,
         providers=providers,
         emulators=emulators,
-        client_keys=client_keys,
+        client_keys=keys,
     )
     if config.health.active_probes:
         gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
@@ -121,7 +121,8 @@ async def _probe_forever(gateway: Gateway) -> None:
         await asyncio.sleep(interval)
 
 
-def _client_keys(env_name: str | None) -> frozenset[str]:
+def client_keys(env_name: str | None) -> frozenset[str]:
+    """The keys clients must present; empty when auth is off."""
     if not env_name:
         return frozenset()
     keys = frozenset(k.strip() for k in os.environ.get(env_name, "").split(",") if k.strip())

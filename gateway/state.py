@@ -80,6 +80,10 @@ class FleetState:
     def release(self, name: str) -> None:
         self._backends[name].in_flight -= 1
 
+    def at_capacity(self, name: str) -> bool:
+        state = self._backends[name]
+        return state.in_flight >= state.config.max_concurrency
+
     def in_flight(self, name: str) -> int:
         return self._backends[name].in_flight
 

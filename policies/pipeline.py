@@ -168,6 +168,16 @@ def build_pipelines(config: Config) -> dict[str, Pipeline]:
     return pipelines
 
 
+def pipeline_problems(
+    policies: Sequence[PolicyConfig], profiles: Sequence[ProfileConfig]
+) -> list[str]:
+    """Every problem building these profiles would raise, each with its YAML path."""
+    declared, broken, problems = _instantiate(policies)
+    for i, profile in enumerate(profiles):
+        problems += _assemble(profile, i, declared, broken)[1]
+    return problems
+
+
 def _instantiate(policies: Sequence[PolicyConfig]) -> tuple[dict[str, Policy], set[str], list[str]]:
     """Create each declared policy: (instances by name, names that failed, problems)."""
     declared: dict[str, Policy] = {}
@@ -201,7 +211,11 @@ def _assemble(
 
 def _builtin(type_name: str) -> Policy | None:
     factory = BUILTINS.get(type_name)
-    return factory(type_name, params_model(factory)()) if factory is not None else None
+    if factory is None:
+        return None
+    # Named by its canonical type, so an alias and the full name count as the same plugin.
+    canonical: str = getattr(factory, "type_name", type_name)
+    return factory(canonical, params_model(factory)())
 
 
 class _ProfileBuilder:

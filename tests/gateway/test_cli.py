@@ -131,12 +131,6 @@ def test_check_lists_every_policy_problem_at_once(
     ]
 
 
-@pytest.mark.xfail(
-    reason="check stops at the first failing layer: pydantic skips Config's reference "
-    "validator when a field is invalid, _check_references raises on the first bad "
-    "reference, and policies are only built once the file parses",
-    strict=True,
-)
 def test_check_lists_every_problem_of_a_file_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -252,11 +246,6 @@ def test_explain_reads_stdin_and_other_endpoints(
         sentinel.accept()
 
 
-@pytest.mark.xfail(
-    reason="main() only turns ConfigError into a message; explain lets NotFound "
-    "(and InvalidRequest, FileNotFoundError, PolicyConfigError) escape as a traceback",
-    strict=True,
-)
 def test_explain_reports_an_unknown_route_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], sentinel: socket.socket
 ) -> None:
@@ -358,11 +347,6 @@ def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> Non
     assert all(port_is_free(engine) for engine in engines)
 
 
-@pytest.mark.xfail(
-    reason="serve builds pipelines only in the ASGI lifespan: a policy error becomes a "
-    "uvicorn start-up traceback and exit code 3, not check's message and exit code 2",
-    strict=True,
-)
 def test_serve_refuses_a_bad_config_like_check(tmp_path: Path) -> None:
     config = broken_config()
     config["routes"][0]["backends"] = ["a", "b"]

@@ -137,7 +137,7 @@ async def test_unset_client_keys_env_refuses_to_start(
         await start_service(parse_config(config))
 
 
-async def test_no_backend_left_is_503(
+async def test_every_backend_at_capacity_is_429(
     start_emulator: StartEmulator, start_gateway: StartGateway
 ) -> None:
     engine = await start_emulator()
@@ -150,5 +150,23 @@ async def test_no_backend_left_is_503(
         response = await gw.client.post("/v1/chat/completions", json=CHAT)
     finally:
         gw.gateway.state.release("only")
+    error = assert_openai_error(response, 429, "capacity_exhausted")
+    assert "max_concurrency" in error["message"]
+    assert response.headers["retry-after"] == "1"
+
+
+async def test_no_backend_left_is_503(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    engine = await start_emulator()
+    config = make_config(
+        {"only": engine.base_url}, profile=[{"ref": "strict"}, {"ref": "max-score-picker"}]
+    )
+    config["policies"] = [
+        {"type": "healthy-filter", "name": "strict", "params": {"panic_mode": False}}
+    ]
+    gw = await start_gateway(config)
+    gw.gateway.state.cool_down("only", 60, "maintenance")
+    response = await gw.client.post("/v1/chat/completions", json=CHAT)
     error = assert_openai_error(response, 503, "no_backend_available")
-    assert "capacity" in error["message"]
+    assert "strict" in error["message"]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.config import Config, PluginRef, PolicyConfig, ProfileConfig, parse_config
+from gateway.config import Config, PluginRef, PolicyConfig, ProfileConfig
 from policies import (
     Pipeline,
     PolicyConfigError,
@@ -31,7 +31,8 @@ def pipeline(refs: Sequence[str | tuple[str, float]], policies: list[PolicyConfi
 
 
 def config(policies: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> Config:
-    return parse_config(
+    # Config.model_validate, not parse_config: these tests want build_pipelines' own errors.
+    return Config.model_validate(
         {
             "backends": [{"name": "a", "base_url": "http://127.0.0.1:1", "models": ["m"]}],
             "routes": [{"name": "r", "model": "m", "backends": ["a"], "profile": "balanced"}],
@@ -113,7 +114,7 @@ def test_every_reason_and_timing_is_kept() -> None:
     assert reports["b"].verdicts["healthy-filter"].reason == "healthy"
     assert reports["a"].verdicts["capacity-filter"].reason == "1 of 64 in flight"
     assert reports["a"].scores["least-load-scorer"].reason == "1 in flight of 64"
-    assert reports["d"].scores["round-robin"].reason == "rotation slot 1 of 2"
+    assert reports["d"].scores["round-robin-scorer"].reason == "rotation slot 1 of 2"
     assert reports["b"].scores == {} and reports["b"].total == 0.0
     # a: (1.0 + 0.5) / 2, d: (0.5 + 1.0) / 2 -> a tie, both orders allowed
     assert sorted(decision.order) == ["a", "d"]
@@ -121,7 +122,7 @@ def test_every_reason_and_timing_is_kept() -> None:
         "healthy-filter",
         "capacity-filter",
         "least-load-scorer",
-        "round-robin",
+        "round-robin-scorer",
         "max-score-picker",
     }
     assert all(t >= 0 for t in decision.timings_us.values())
@@ -207,9 +208,9 @@ def test_user_policy_loaded_by_dotted_path_from_config() -> None:
             [],
             ["max-score", "weighted-random"],
             [
-                "profiles.0.plugins.0.ref: picker 'max-score' must be the last plugin",
-                "profiles.0.plugins.1.ref: a profile has one picker; 'weighted-random' comes "
-                "after 'max-score'",
+                "profiles.0.plugins.0.ref: picker 'max-score-picker' must be the last plugin",
+                "profiles.0.plugins.1.ref: a profile has one picker; "
+                "'weighted-random-picker' comes after 'max-score-picker'",
             ],
         ),
         (
@@ -271,5 +272,5 @@ def test_build_pipelines_keys_by_profile_and_keeps_declared_order() -> None:
     pipes = build_pipelines(cfg)
     assert list(pipes) == ["balanced", "sticky"]
     balanced = pipes["balanced"]
-    assert [f.name for f in balanced.filters] == ["healthy"]
+    assert [f.name for f in balanced.filters] == ["healthy-filter"]
     assert [(s.scorer.name, s.weight) for s in balanced.scorers] == [("load", 2.0)]
