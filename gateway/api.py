@@ -13,9 +13,10 @@ from starlette.responses import Response
 
 from gateway.decisions import DecisionRecord
 from gateway.errors import NotFound, PayloadTooLarge, SwitchyardError, UpstreamStatusError
+from gateway.feedback import learn, usage_from_body
 from gateway.service import Gateway
 from gateway.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
-from gateway.wire import check_length, parse_body, prompt_chars, upstream_body
+from gateway.wire import check_length, parse_body, traits_of, upstream_body
 from policies.base import Endpoint
 from providers.base import UpstreamRequest
 
@@ -136,16 +137,11 @@ async def _proxy(request: Request, endpoint: Endpoint) -> Response:
     raw = await read_body(request, gateway.config.server.max_body_bytes)
     body, head = parse_body(raw, endpoint)
     route = gateway.router.route(head.model)
-    stream = head.stream and endpoint != "embeddings"
-    decision = gateway.router.decide(
-        route,
-        endpoint,
-        stream=stream,
-        session_key=request.headers.get("x-session-id") or head.user,
-        prompt_chars=prompt_chars(head),
-    )
-    record = DecisionRecord(decision)
+    traits = traits_of(endpoint, body, head, request.headers)
+    decision, work = gateway.router.decide(route, traits)
+    record = DecisionRecord(decision, work)
     gateway.ring.add(record)
+    stream = traits.stream
     upstream = UpstreamRequest(
         _PATHS[endpoint], upstream_body(raw, body, head.model, route.model), stream
     )
@@ -165,6 +161,7 @@ async def _proxy(request: Request, endpoint: Endpoint) -> Response:
         return Response(status_code=499)
     name, response = sent
     headers["x-switchyard-backend"] = name
+    learn(gateway.router, gateway.state, name, work, usage_from_body(response.body))
     _finish(gateway, record, started, response.status, name, None)
     return Response(response.body, response.status, headers, response.content_type)
 
@@ -214,7 +211,11 @@ async def _open_stream(
     outcome = StreamOutcome()
 
     def on_close() -> None:
+        gateway.state.decode_ended(name)
         gateway.state.release(name)
+        if outcome.first_chunk_at is not None:
+            decode_s = outcome.last_chunk_at - outcome.first_chunk_at
+            learn(gateway.router, gateway.state, name, record.work, outcome.tap.usage(), decode_s)
         if outcome.error is None and outcome.status == "ok":
             gateway.state.record_success(name)
         elif outcome.error is not None and outcome.error.retryable:

@@ -62,6 +62,31 @@ class EmulatorOptions(_Strict):
     time_scale: float = Field(1.0, ge=0, description="Multiplies every delay; 0 never sleeps.")
 
 
+class CacheConfig(_Strict):
+    """What the router assumes about a backend's prompt (KV) cache and speed."""
+
+    capacity_tokens: int = Field(
+        100_000, ge=0, description="KV cache size in tokens; 0 disables prefix tracking."
+    )
+    ttl_s: float = Field(
+        600.0, gt=0, description="How long an unused prefix is assumed to stay cached."
+    )
+    key: str | None = Field(
+        None, description="Backends with the same key share one cache (default: own cache)."
+    )
+    prefill_tokens_per_s: float = Field(
+        10_000.0, gt=0, description="Prior for uncached prefill speed; learned from traffic."
+    )
+    tpot_ms: float = Field(20.0, gt=0, description="Prior for time per output token.")
+
+
+class SlaConfig(_Strict):
+    """Targets a request should meet; headers x-switchyard-ttft-ms / -tpot-ms override."""
+
+    ttft_ms: float | None = Field(None, gt=0)
+    tpot_ms: float | None = Field(None, gt=0)
+
+
 class BackendConfig(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: BackendKind = "openai-compatible"
@@ -75,6 +100,7 @@ class BackendConfig(_Strict):
     models: list[str] = Field(min_length=1)
     max_concurrency: int = Field(64, ge=1)
     max_connections: int = Field(256, ge=1)
+    cache: CacheConfig = CacheConfig()
     timeouts: BackendTimeouts | None = Field(
         None, description="Per-backend deadlines; total_s is per request, so only top-level."
     )
@@ -99,6 +125,7 @@ class RouteConfig(_Strict):
     model: str = Field(min_length=1, description="Upstream model name.")
     backends: list[str] = Field(min_length=1)
     profile: str = "balanced"
+    sla: SlaConfig = SlaConfig()
 
 
 class PolicyConfig(_Strict):

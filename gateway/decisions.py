@@ -6,6 +6,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.routing import PromptWork
 from policies import describe_decision
 from policies.base import Decision
 
@@ -21,6 +22,7 @@ class Attempt:
 @dataclass(slots=True)
 class DecisionRecord:
     decision: Decision
+    work: PromptWork = field(default_factory=PromptWork)
     attempts: list[Attempt] = field(default_factory=list)
     status: int | None = None
     served_by: str | None = None
@@ -31,6 +33,8 @@ class DecisionRecord:
             {"backend": a.backend, "outcome": a.outcome, "duration_ms": round(a.duration_ms, 3)}
             for a in self.attempts
         ]
+        out["prompt_tokens"] = self.work.prompt_tokens
+        out["predicted_cached_tokens"] = dict(self.work.cached_tokens)
         out["status"] = self.status
         out["served_by"] = self.served_by
         return out

@@ -16,6 +16,7 @@ from typing import TypeVar
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord
 from gateway.errors import CapacityExhausted, NoBackendAvailable, UpstreamError, UpstreamStatusError
+from gateway.routing import PromptWork
 from gateway.state import FleetState
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 
@@ -30,11 +31,13 @@ class Dispatcher:
         state: FleetState,
         providers: Mapping[str, Provider],
         *,
+        on_dispatch: Callable[[str, PromptWork], None] = lambda name, work: None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._config = config
         self._state = state
         self._providers = providers
+        self._on_dispatch = on_dispatch
         self._clock = clock
 
     def deadline(self) -> float:
@@ -102,7 +105,9 @@ class Dispatcher:
         hold: bool,
     ) -> T:
         started = self._clock()
-        self._state.acquire(name)
+        uncached = record.work.uncached(name)
+        queue_was_empty = self._state.acquire(name, uncached)
+        self._on_dispatch(name, record.work)
         keep_slot = False
         try:
             result = await attempt(self._providers[name], self._deadlines(name, deadline))
@@ -115,9 +120,15 @@ class Dispatcher:
             record.attempts.append(Attempt(name, "cancelled", self._ms_since(started)))
             raise
         finally:
+            # Answered (first byte or whole body) or failed: either way no prefill is pending.
+            self._state.prefill_done(name, uncached)
             if not keep_slot:
                 self._state.release(name)
-        if not hold:
+        if hold:
+            self._state.decode_started(name)
+            ttft_s = self._clock() - started
+            self._state.estimates(name).observe_ttft(ttft_s, uncached, queue_was_empty)
+        else:
             self._state.record_success(name)
         record.attempts.append(Attempt(name, "ok", self._ms_since(started)))
         return result

@@ -8,7 +8,7 @@ from typing import Any
 from gateway.config import Config
 from gateway.routing import Router
 from gateway.state import FleetState
-from gateway.wire import parse_body, prompt_chars
+from gateway.wire import parse_body, traits_of
 from policies import build_pipelines, describe_decision
 from policies.base import Endpoint
 
@@ -19,14 +19,13 @@ def explain_request(
     """Decide on an idle fleet (every backend healthy, nothing in flight)."""
     state = FleetState(config.backends, config.health)
     router = Router(config, state, build_pipelines(config))
-    _, head = parse_body(raw, endpoint)
+    body, head = parse_body(raw, endpoint)
     route = router.route(head.model)
     lowered = {k.lower(): v for k, v in headers.items()}
-    decision = router.decide(
-        route,
-        endpoint,
-        stream=head.stream,
-        session_key=lowered.get("x-session-id") or head.user,
-        prompt_chars=prompt_chars(head),
-    )
-    return {"route": route.name, "upstream_model": route.model, **describe_decision(decision)}
+    decision, work = router.decide(route, traits_of(endpoint, body, head, lowered))
+    return {
+        "route": route.name,
+        "upstream_model": route.model,
+        "prompt_tokens": work.prompt_tokens,
+        **describe_decision(decision),
+    }

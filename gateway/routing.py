@@ -1,27 +1,77 @@
-"""The request pipeline: route lookup, snapshot, policy decision."""
+"""The request pipeline: route lookup, prompt fingerprint, snapshot, policy decision."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.config import Config, RouteConfig
-from gateway.errors import NotFound
+from gateway.errors import InvalidRequest, NotFound
+from gateway.fingerprint import Fingerprint, Fingerprinter
+from gateway.prefix_index import CacheSpec, PrefixIndex
 from gateway.state import FleetState
+from gateway.token_count import TokenCounter
 from policies import Pipeline
 from policies.base import Decision, Endpoint, RequestInfo, Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class RequestTraits:
+    """What the gateway read off a request that the router needs."""
+
+    endpoint: Endpoint
+    stream: bool
+    session_key: str | None = None
+    prompt_chars: int = 0
+    max_tokens: int | None = None
+    ttft_slo_ms: float | None = None
+    tpot_slo_ms: float | None = None
+    messages: list[Any] | None = None
+    tools: Any = None
+    prompt: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PromptWork:
+    """The prompt's fingerprint and how much of it each backend is predicted to hold."""
+
+    fingerprint: Fingerprint | None = None
+    cached_tokens: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.fingerprint.prompt_tokens if self.fingerprint else 0
+
+    def uncached(self, backend: str) -> int:
+        return max(0, self.prompt_tokens - self.cached_tokens.get(backend, 0))
 
 
 class Router:
     """Turns a client's model name and request into a ranked Decision."""
 
     def __init__(
-        self, config: Config, state: FleetState, pipelines: Mapping[str, Pipeline]
+        self,
+        config: Config,
+        state: FleetState,
+        pipelines: Mapping[str, Pipeline],
+        *,
+        counter: TokenCounter | None = None,
     ) -> None:
         self._routes = {route.name: route for route in config.routes}
         self._state = state
         self._pipelines = pipelines
+        self.fingerprinter = Fingerprinter(counter or TokenCounter())
+        # Backends that share a cache key share one index entry (e.g. a shared KV store).
+        self._group = {b.name: b.cache.key or b.name for b in config.backends}
+        specs = {
+            self._group[b.name]: CacheSpec(b.cache.capacity_tokens, b.cache.ttl_s)
+            for b in config.backends
+            if b.cache.capacity_tokens > 0
+        }
+        self.index = PrefixIndex(specs)
 
     @property
     def routes(self) -> Mapping[str, RouteConfig]:
@@ -36,27 +86,81 @@ class Router:
             )
         return route
 
-    def decide(
-        self,
-        route: RouteConfig,
-        endpoint: Endpoint,
-        *,
-        stream: bool,
-        session_key: str | None,
-        prompt_chars: int = 0,
-    ) -> Decision:
+    def decide(self, route: RouteConfig, traits: RequestTraits) -> tuple[Decision, PromptWork]:
         raw_id = os.urandom(8)
+        work = self._work(route, traits)
         info = RequestInfo(
             route=route.name,
             model=route.model,
-            endpoint=endpoint,
-            stream=stream,
-            session_key=session_key,
+            endpoint=traits.endpoint,
+            stream=traits.stream,
+            session_key=traits.session_key,
             seq=self._state.next_seq(route.name),
             rng_seed=int.from_bytes(raw_id, "big"),
-            prompt_chars=prompt_chars,
+            prompt_chars=traits.prompt_chars,
+            prompt_tokens=work.prompt_tokens,
+            max_tokens=traits.max_tokens,
+            ttft_slo_ms=traits.ttft_slo_ms or route.sla.ttft_ms,
+            tpot_slo_ms=traits.tpot_slo_ms or route.sla.tpot_ms,
         )
         views = self._state.views(route.backends)
-        snapshot = Snapshot(request=info, backends=views, now_s=time.time())
-        pipeline = self._pipelines[route.profile]
-        return pipeline.decide(snapshot, list(views.values()), raw_id.hex())
+        snapshot = Snapshot(
+            request=info, backends=views, now_s=time.time(), cached_tokens=work.cached_tokens
+        )
+        decision = self._pipelines[route.profile].decide(
+            snapshot, list(views.values()), raw_id.hex()
+        )
+        return decision, work
+
+    def remember(self, backend: str, work: PromptWork) -> None:
+        """The prompt was sent to `backend`: it will hold the prefix from now on."""
+        group = self._group[backend]
+        if work.fingerprint is not None and self.index.tracks(group):
+            self.index.insert(group, work.fingerprint.blocks)
+
+    def correct(self, backend: str, work: PromptWork, reported_cached: int) -> None:
+        """Calibrate the assumed cache size from what the engine says it had cached.
+
+        Far fewer cached tokens than predicted means the engine evicts sooner than its
+        configured capacity suggests (or does not cache at all): halve the capacity
+        assumed for it. A hit at least as large as predicted earns capacity back.
+        """
+        group = self._group[backend]
+        if work.fingerprint is None or not self.index.tracks(group):
+            return
+        predicted = work.cached_tokens.get(backend, 0)
+        if predicted > 0 and reported_cached < predicted // 2:
+            self.index.shrink(group)
+        elif reported_cached >= predicted and reported_cached > 0:
+            self.index.grow(group)
+
+    def _work(self, route: RouteConfig, traits: RequestTraits) -> PromptWork:
+        fingerprint = self._fingerprint(route.model, traits)
+        if fingerprint is None:
+            return PromptWork()
+        groups = {self._group[name] for name in route.backends}
+        matched = self.index.match(fingerprint.blocks, groups)
+        cached = {
+            name: fingerprint.tokens_in(matched.get(self._group[name], 0))
+            for name in route.backends
+        }
+        return PromptWork(fingerprint, cached)
+
+    def _fingerprint(self, model: str, traits: RequestTraits) -> Fingerprint | None:
+        if traits.messages is not None:
+            return self.fingerprinter.chat(model, traits.messages, traits.tools)
+        if traits.prompt is not None:
+            return self.fingerprinter.text(model, traits.prompt)
+        return None
+
+
+def slo_header(value: str | None, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        target = float(value)
+    except ValueError:
+        raise InvalidRequest(f"header {name} must be a number of milliseconds") from None
+    if target <= 0:
+        raise InvalidRequest(f"header {name} must be positive")
+    return target

@@ -57,13 +57,14 @@ async def start_gateway(config: Config) -> Gateway:
         await _close_all(providers, emulators)
         raise
     state = FleetState(config.backends, config.health)
+    router = Router(config, state, pipelines)
     log = RequestLog(config.server.log_queue_size)
     log.start()
     gateway = Gateway(
         config=config,
         state=state,
-        router=Router(config, state, pipelines),
-        dispatcher=Dispatcher(config, state, providers),
+        router=router,
+        dispatcher=Dispatcher(config, state, providers, on_dispatch=router.remember),
         ring=DecisionRing(config.server.decision_ring_size),
         log=log,
         providers=providers,

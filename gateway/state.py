@@ -8,13 +8,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gateway.config import BackendConfig, HealthConfig
+from gateway.estimates import BackendEstimates
 from policies.base import BackendView
 
 
 @dataclass(slots=True)
 class _BackendState:
     config: BackendConfig
+    estimates: BackendEstimates
     in_flight: int = 0
+    queued_prefill_tokens: int = 0
+    decoding: int = 0
     consecutive_failures: int = 0
     ejections: int = 0
     ejected_until: float = 0.0
@@ -39,7 +43,12 @@ class FleetState:
         self._health = health
         self._clock = clock or time.monotonic
         self._rng = rng or random.Random()
-        self._backends = {b.name: _BackendState(b) for b in backends}
+        self._backends = {
+            b.name: _BackendState(
+                b, BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms)
+            )
+            for b in backends
+        }
         self._route_seq: dict[str, int] = {}
 
     def next_seq(self, route: str) -> int:
@@ -62,6 +71,11 @@ class FleetState:
             in_flight=state.in_flight,
             max_concurrency=cfg.max_concurrency,
             health_reason=reason,
+            queued_prefill_tokens=state.queued_prefill_tokens,
+            decoding=state.decoding,
+            prefill_tokens_per_s=state.estimates.prefill_tokens_per_s,
+            tpot_ms=state.estimates.tpot_ms,
+            network_ms=state.estimates.network_ms,
         )
 
     def _health_of(self, state: _BackendState, now: float) -> tuple[bool, str]:
@@ -72,13 +86,30 @@ class FleetState:
             return False, state.probe_reason
         return True, "healthy"
 
-    def acquire(self, name: str) -> None:
+    def acquire(self, name: str, uncached_tokens: int = 0) -> bool:
+        """Count a request dispatched here; True if its prefill queue was empty."""
         state = self._backends[name]
+        queue_was_empty = state.queued_prefill_tokens == 0
         state.in_flight += 1
         state.requests += 1
+        state.queued_prefill_tokens += uncached_tokens
+        return queue_was_empty
+
+    def prefill_done(self, name: str, uncached_tokens: int) -> None:
+        state = self._backends[name]
+        state.queued_prefill_tokens = max(0, state.queued_prefill_tokens - uncached_tokens)
+
+    def decode_started(self, name: str) -> None:
+        self._backends[name].decoding += 1
+
+    def decode_ended(self, name: str) -> None:
+        self._backends[name].decoding -= 1
 
     def release(self, name: str) -> None:
         self._backends[name].in_flight -= 1
+
+    def estimates(self, name: str) -> BackendEstimates:
+        return self._backends[name].estimates
 
     def at_capacity(self, name: str) -> bool:
         state = self._backends[name]
@@ -136,6 +167,10 @@ class FleetState:
                     "healthy": healthy,
                     "health_reason": reason,
                     "in_flight": state.in_flight,
+                    "queued_prefill_tokens": state.queued_prefill_tokens,
+                    "decoding": state.decoding,
+                    "prefill_tokens_per_s": round(state.estimates.prefill_tokens_per_s, 1),
+                    "tpot_ms": round(state.estimates.tpot_ms, 3),
                     "max_concurrency": state.config.max_concurrency,
                     "requests": state.requests,
                     "failures": state.failures,

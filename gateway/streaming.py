@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.errors import SwitchyardError, UpstreamProtocolError, UpstreamTimeout, error_event
+from gateway.feedback import UsageTap
 from providers.base import UpstreamStream
 
 _DONE = b"data: [DONE]"
@@ -25,13 +26,15 @@ _TAIL_BYTES = 64
 class StreamOutcome:
     """What happened to one relayed stream; filled in as it runs."""
 
-    __slots__ = ("chunks", "error", "first_chunk_at", "status")
+    __slots__ = ("chunks", "error", "first_chunk_at", "last_chunk_at", "status", "tap")
 
     def __init__(self) -> None:
         self.chunks = 0
         self.error: SwitchyardError | None = None
         self.first_chunk_at: float | None = None
+        self.last_chunk_at = 0.0
         self.status = "ok"
+        self.tap = UsageTap()
 
 
 async def relay(
@@ -44,15 +47,18 @@ async def relay(
     """Yield the upstream bytes; finish with an error event if the stream breaks."""
     tail = b""
     try:
-        outcome.first_chunk_at = clock()
+        outcome.first_chunk_at = outcome.last_chunk_at = clock()
         outcome.chunks = 1
         tail = stream.first_chunk[-_TAIL_BYTES:]
+        outcome.tap.feed(stream.first_chunk)
         yield stream.first_chunk
         async for chunk in stream.rest():
             outcome.chunks += 1
             tail = (tail + chunk)[-_TAIL_BYTES:]
+            outcome.tap.feed(chunk)
+            outcome.last_chunk_at = now = clock()
             yield chunk
-            if clock() > deadline:
+            if now > deadline:
                 raise UpstreamTimeout("request exceeded its total deadline mid-stream")
         is_sse = stream.content_type.startswith("text/event-stream")
         if is_sse and _DONE not in tail and not _ends_with_error_event(tail):

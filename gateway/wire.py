@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.errors import InvalidRequest, PayloadTooLarge
+from gateway.routing import RequestTraits, slo_header
 from policies.base import Endpoint
 
 
@@ -97,6 +99,31 @@ def prompt_chars(head: _Head) -> int:
     if isinstance(head, CompletionHead) and isinstance(head.prompt, str):
         return len(head.prompt)
     return 0
+
+
+def traits_of(
+    endpoint: Endpoint, body: dict[str, Any], head: _Head, headers: Mapping[str, str]
+) -> RequestTraits:
+    """The routing-relevant facts of a parsed request."""
+    stream = head.stream and endpoint != "embeddings"
+    max_tokens = getattr(head, "max_tokens", None)
+    if isinstance(head, ChatHead):
+        max_tokens = head.max_completion_tokens or head.max_tokens
+    prompt = body.get("prompt") if endpoint == "completions" else None
+    if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):
+        prompt = "".join(prompt)
+    return RequestTraits(
+        endpoint=endpoint,
+        stream=stream,
+        session_key=headers.get("x-session-id") or head.user,
+        prompt_chars=prompt_chars(head),
+        max_tokens=max_tokens,
+        ttft_slo_ms=slo_header(headers.get("x-switchyard-ttft-ms"), "x-switchyard-ttft-ms"),
+        tpot_slo_ms=slo_header(headers.get("x-switchyard-tpot-ms"), "x-switchyard-tpot-ms"),
+        messages=body.get("messages") if endpoint == "chat.completions" else None,
+        tools=body.get("tools"),
+        prompt=prompt if isinstance(prompt, str) else None,
+    )
 
 
 def upstream_body(

@@ -29,6 +29,16 @@ class BackendView:
     in_flight: int
     max_concurrency: int
     health_reason: str = ""
+    queued_prefill_tokens: int = 0
+    """Uncached prompt tokens dispatched here and not yet prefilled (first byte not seen)."""
+    decoding: int = 0
+    """Streams past their first token, i.e. sequences in the decode batch."""
+    prefill_tokens_per_s: float = 10_000.0
+    """Estimated uncached prefill speed (a configured prior, refined from traffic)."""
+    tpot_ms: float = 20.0
+    """Estimated time per output token under the current load."""
+    network_ms: float = 0.0
+    """Estimated fixed overhead of a request to this backend (connection, queueing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +55,11 @@ class RequestInfo:
     rng_seed: int
     """Per-request seed; randomised policies derive their randomness from it."""
     prompt_chars: int = 0
+    prompt_tokens: int = 0
+    """Prompt tokens (tiktoken count, or an estimate), tools included."""
+    max_tokens: int | None = None
+    ttft_slo_ms: float | None = None
+    tpot_slo_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +69,8 @@ class Snapshot:
     request: RequestInfo
     backends: Mapping[str, BackendView]
     now_s: float
+    cached_tokens: Mapping[str, int] = field(default_factory=dict)
+    """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
 
 
 @dataclass(frozen=True, slots=True)

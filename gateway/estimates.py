@@ -1,0 +1,45 @@
+"""Online per-backend speed estimates learned from passing streams.
+
+Each estimate starts at a configured prior and moves by an exponentially weighted average
+of observations. Prefill speed is only learned from requests that found the backend's
+prefill queue empty, so queueing time is not mistaken for a slow engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_ALPHA = 0.2
+_MIN_UNCACHED_TOKENS = 256
+"""Below this, TTFT is mostly overhead and says little about prefill speed."""
+
+
+@dataclass(slots=True)
+class BackendEstimates:
+    prefill_tokens_per_s: float
+    tpot_ms: float
+    network_ms: float = 0.0
+    ttft_samples: int = 0
+    tpot_samples: int = 0
+
+    def observe_ttft(self, ttft_s: float, uncached_tokens: int, queue_was_empty: bool) -> None:
+        """A stream's first byte arrived `ttft_s` after dispatch."""
+        if ttft_s <= 0 or not queue_was_empty:
+            return
+        self.ttft_samples += 1
+        if uncached_tokens < _MIN_UNCACHED_TOKENS:
+            self.network_ms = _ewma(self.network_ms, ttft_s * 1000.0)
+            return
+        prefill_s = max(ttft_s - self.network_ms / 1000.0, 1e-4)
+        self.prefill_tokens_per_s = _ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
+
+    def observe_tpot(self, decode_s: float, completion_tokens: int) -> None:
+        """A stream produced `completion_tokens` in `decode_s` after its first byte."""
+        if completion_tokens < 2 or decode_s <= 0:
+            return
+        self.tpot_samples += 1
+        self.tpot_ms = _ewma(self.tpot_ms, decode_s * 1000.0 / (completion_tokens - 1))
+
+
+def _ewma(current: float, sample: float) -> float:
+    return current + _ALPHA * (sample - current)

@@ -1,0 +1,137 @@
+"""Prompt fingerprints: chained block hashes over what the engine sees, computed incrementally.
+
+The prompt (model salt, tools, then each message's role and content, in order) is rendered
+canonically and cut into fixed-size byte blocks; block i's id hashes block i's bytes with
+block i-1's id, so equal ids mean equal prefixes. Rendering and hashing are cached per
+message, keyed by everything before it, so a conversation's new turn costs only its new
+bytes. Token counts are cached the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from gateway.token_count import TokenCounter
+
+BLOCK_BYTES = 256
+"""About 64 tokens: coarse enough to keep index walks short on 128K-token prompts."""
+
+_MESSAGE_END = b"\x1e"
+_FIELD_SEP = b"\x1f"
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    blocks: tuple[bytes, ...]
+    prompt_tokens: int
+    prompt_bytes: int
+
+    def tokens_in(self, n_blocks: int) -> int:
+        """Tokens covered by the first `n_blocks` blocks (pro rata by bytes)."""
+        if not self.prompt_bytes:
+            return 0
+        covered = min(n_blocks * BLOCK_BYTES, self.prompt_bytes)
+        return round(self.prompt_tokens * covered / self.prompt_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Chain:
+    """Hash chain state after a message: last block id and the bytes not yet in a block."""
+
+    last: bytes
+    pending: bytes
+    blocks: tuple[bytes, ...]
+    tokens: int
+
+
+class Fingerprinter:
+    """Computes fingerprints, remembering up to `max_cached` message states (LRU)."""
+
+    def __init__(self, counter: TokenCounter, *, max_cached: int = 100_000) -> None:
+        self._counter = counter
+        self._max_cached = max_cached
+        self._cache: OrderedDict[int, _Chain] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def chat(self, salt: str, messages: Sequence[Any], tools: Any = None) -> Fingerprint:
+        parts: list[tuple[bytes | str, ...]] = []
+        if tools:
+            parts.append((b"tools", orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)))
+        parts.extend(_message_parts(m) for m in messages)
+        return self._fingerprint(salt, parts)
+
+    def text(self, salt: str, prompt: str) -> Fingerprint:
+        return self._fingerprint(salt, [(b"prompt", prompt)])
+
+    def _fingerprint(self, salt: str, parts: list[tuple[bytes | str, ...]]) -> Fingerprint:
+        root = salt.encode()
+        chain = _Chain(hashlib.blake2b(root, digest_size=8).digest(), b"", (), 0)
+        key = hash(root)
+        blocks: list[bytes] = []
+        tokens = 0
+        total_bytes = 0
+        for part in parts:
+            key = hash((key, part))
+            chain = self._extend(key, chain, part)
+            blocks.extend(chain.blocks)
+            tokens += chain.tokens
+            total_bytes += sum(len(p) for p in part)
+        return Fingerprint(tuple(blocks), tokens, total_bytes)
+
+    def _extend(self, key: int, previous: _Chain, part: tuple[bytes | str, ...]) -> _Chain:
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            self.hits += 1
+            return cached
+        self.misses += 1
+        encoded = [p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in part]
+        data = previous.pending + _FIELD_SEP.join(encoded) + _MESSAGE_END
+        last, blocks = previous.last, []
+        full = len(data) - len(data) % BLOCK_BYTES
+        for start in range(0, full, BLOCK_BYTES):
+            last = hashlib.blake2b(last + data[start : start + BLOCK_BYTES], digest_size=8).digest()
+            blocks.append(last)
+        tokens = sum(self._counter.count(p if isinstance(p, str) else p.decode()) for p in part)
+        chain = _Chain(last, data[full:], tuple(blocks), tokens)
+        self._cache[key] = chain
+        if len(self._cache) > self._max_cached:
+            self._cache.popitem(last=False)
+        return chain
+
+
+def _message_parts(message: Any) -> tuple[bytes | str, ...]:
+    if not isinstance(message, dict):
+        return (orjson.dumps(message),)
+    role = str(message.get("role", ""))
+    content = message.get("content")
+    text = content if isinstance(content, str) else _content_text(content)
+    extra = {k: v for k, v in message.items() if k not in ("role", "content")}
+    if extra:
+        return (role, text, orjson.dumps(extra, option=orjson.OPT_SORT_KEYS))
+    return (role, text)
+
+
+def _content_text(content: Any) -> str:
+    """Text parts joined; other parts (images, audio) by their canonical JSON."""
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        return orjson.dumps(content).decode()
+    out = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "text":
+            out.append(str(part.get("text", "")))
+        else:
+            out.append(orjson.dumps(part, option=orjson.OPT_SORT_KEYS).decode())
+    return "".join(out)

@@ -1,0 +1,134 @@
+"""Which prompt prefixes each backend probably still holds in its KV cache.
+
+Per backend, a bounded LRU of block ids with a retention TTL, sized from the backend's KV
+capacity; one shared map from block id to a bitmask of the backends holding it, so a
+lookup walks the request's blocks once for all candidates and stops at the first block no
+candidate holds. A request's blocks are inserted last-block-first, so that LRU eviction
+takes the tails of old prompts before their heads, as an engine's cache does; a block's
+presence then implies its whole prefix, and "longest matching prefix" is well defined.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from gateway.fingerprint import BLOCK_BYTES
+
+_BYTES_PER_ENTRY = 200
+"""Rough CPython cost of one entry: an LRU node, a shared-map slot, an 8-byte key."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSpec:
+    capacity_tokens: int
+    ttl_s: float
+    bytes_per_token: float = 4.0
+
+    @property
+    def capacity_blocks(self) -> int:
+        return max(1, int(self.capacity_tokens * self.bytes_per_token // BLOCK_BYTES))
+
+
+class PrefixIndex:
+    def __init__(
+        self, specs: Mapping[str, CacheSpec], *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._clock = clock
+        self._specs = dict(specs)
+        self._capacity = {name: spec.capacity_blocks for name, spec in specs.items()}
+        self._bit = {name: 1 << i for i, name in enumerate(specs)}
+        self._lru: dict[str, OrderedDict[bytes, float]] = {name: OrderedDict() for name in specs}
+        self._owners: dict[bytes, int] = {}
+
+    def match(self, blocks: Sequence[bytes], backends: Iterable[str]) -> dict[str, int]:
+        """Leading blocks of `blocks` each backend holds (0 when none)."""
+        names = [n for n in backends if n in self._bit]
+        now = self._clock()
+        for name in names:
+            self._expire(name, now)
+        matched = dict.fromkeys(names, 0)
+        alive = 0
+        for name in names:
+            alive |= self._bit[name]
+        owners = self._owners
+        for i, block in enumerate(blocks):
+            holding = owners.get(block, 0) & alive
+            if holding != alive:
+                self._settle(matched, alive & ~holding, i)
+                alive = holding
+                if not alive:
+                    return matched
+        self._settle(matched, alive, len(blocks))
+        return matched
+
+    def insert(self, name: str, blocks: Sequence[bytes]) -> None:
+        """Record that `name` now holds every block of this prompt."""
+        lru = self._lru[name]
+        bit = self._bit[name]
+        now = self._clock()
+        owners = self._owners
+        for block in reversed(blocks):
+            if block in lru:
+                lru.move_to_end(block)
+            else:
+                owners[block] = owners.get(block, 0) | bit
+            lru[block] = now
+        self._evict_over(name, self._capacity[name])
+
+    def shrink(self, name: str) -> int:
+        """The engine holds less than predicted: halve the capacity assumed for it."""
+        self._capacity[name] //= 2
+        self._evict_over(name, self._capacity[name])
+        return self._capacity[name]
+
+    def grow(self, name: str) -> int:
+        """The engine holds at least what was predicted: regain capacity, up to the spec."""
+        spec = self._specs[name].capacity_blocks
+        self._capacity[name] = min(spec, self._capacity[name] + max(1, spec // 20))
+        return self._capacity[name]
+
+    def capacity_blocks(self, name: str) -> int:
+        return self._capacity[name]
+
+    def tracks(self, name: str) -> bool:
+        return name in self._bit
+
+    def blocks_held(self, name: str) -> int:
+        return len(self._lru[name])
+
+    def memory_bytes(self) -> int:
+        return _BYTES_PER_ENTRY * sum(len(lru) for lru in self._lru.values())
+
+    def _settle(self, matched: dict[str, int], lost: int, at: int) -> None:
+        for name in matched:
+            if lost & self._bit[name]:
+                matched[name] = at
+
+    def _expire(self, name: str, now: float) -> None:
+        lru = self._lru[name]
+        horizon = now - self._specs[name].ttl_s
+        while lru:
+            block, touched = next(iter(lru.items()))
+            if touched > horizon:
+                return
+            self._drop(name, block)
+
+    def _evict_over(self, name: str, capacity: int) -> None:
+        lru = self._lru[name]
+        while len(lru) > capacity:
+            block = next(iter(lru))
+            self._drop(name, block)
+
+    def _drop(self, name: str, block: bytes) -> bool:
+        lru = self._lru[name]
+        if lru.pop(block, None) is None:
+            return False
+        remaining = self._owners.get(block, 0) & ~self._bit[name]
+        if remaining:
+            self._owners[block] = remaining
+        else:
+            self._owners.pop(block, None)
+        return True

