@@ -10,14 +10,19 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from pydantic import ValidationError
 
 from policies.base import Policy, PolicyParams, Role
+from policies.bounded_load_filter import BoundedLoadFilter
 from policies.capacity_filter import CapacityFilter
 from policies.healthy_filter import HealthyFilter
+from policies.kv_cost_scorer import KvCostScorer
 from policies.least_load_scorer import LeastLoadScorer
+from policies.load_scorer import LoadScorer
 from policies.max_score_picker import MaxScorePicker
 from policies.model_match_filter import ModelMatchFilter
+from policies.prefix_cache_scorer import PrefixCacheScorer
 from policies.random_scorer import RandomScorer
 from policies.round_robin_scorer import RoundRobinScorer
 from policies.session_affinity_scorer import SessionAffinityScorer
+from policies.sla_filter import SlaFilter
 from policies.weighted_random_picker import WeightedRandomPicker
 
 if TYPE_CHECKING:
@@ -50,10 +55,15 @@ _CANONICAL: dict[str, PolicyFactory] = {
     ModelMatchFilter.type_name: ModelMatchFilter,
     HealthyFilter.type_name: HealthyFilter,
     CapacityFilter.type_name: CapacityFilter,
+    BoundedLoadFilter.type_name: BoundedLoadFilter,
+    SlaFilter.type_name: SlaFilter,
     RoundRobinScorer.type_name: RoundRobinScorer,
     RandomScorer.type_name: RandomScorer,
     LeastLoadScorer.type_name: LeastLoadScorer,
     SessionAffinityScorer.type_name: SessionAffinityScorer,
+    PrefixCacheScorer.type_name: PrefixCacheScorer,
+    LoadScorer.type_name: LoadScorer,
+    KvCostScorer.type_name: KvCostScorer,
     MaxScorePicker.type_name: MaxScorePicker,
     WeightedRandomPicker.type_name: WeightedRandomPicker,
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from policies import BackendView, RequestInfo, Snapshot
 
@@ -15,6 +15,11 @@ def backend(
     in_flight: int = 0,
     max_concurrency: int = 64,
     health_reason: str = "",
+    queued_prefill_tokens: int = 0,
+    decoding: int = 0,
+    prefill_tokens_per_s: float = 10_000.0,
+    tpot_ms: float = 20.0,
+    network_ms: float = 0.0,
 ) -> BackendView:
     return BackendView(
         name=name,
@@ -24,6 +29,11 @@ def backend(
         in_flight=in_flight,
         max_concurrency=max_concurrency,
         health_reason=health_reason,
+        queued_prefill_tokens=queued_prefill_tokens,
+        decoding=decoding,
+        prefill_tokens_per_s=prefill_tokens_per_s,
+        tpot_ms=tpot_ms,
+        network_ms=network_ms,
     )
 
 
@@ -39,6 +49,11 @@ def snapshot(
     seq: int = 0,
     rng_seed: int = 0,
     now_s: float = 1000.0,
+    prompt_tokens: int = 0,
+    max_tokens: int | None = None,
+    ttft_slo_ms: float | None = None,
+    tpot_slo_ms: float | None = None,
+    cached_tokens: Mapping[str, int] | None = None,
 ) -> Snapshot:
     request = RequestInfo(
         route="route-a",
@@ -48,5 +63,14 @@ def snapshot(
         session_key=session_key,
         seq=seq,
         rng_seed=rng_seed,
+        prompt_tokens=prompt_tokens,
+        max_tokens=max_tokens,
+        ttft_slo_ms=ttft_slo_ms,
+        tpot_slo_ms=tpot_slo_ms,
     )
-    return Snapshot(request=request, backends={b.name: b for b in backends}, now_s=now_s)
+    return Snapshot(
+        request=request,
+        backends={b.name: b for b in backends},
+        now_s=now_s,
+        cached_tokens=dict(cached_tokens or {}),
+    )

@@ -6,8 +6,13 @@ import pytest
 
 from gateway.config import PolicyConfig
 from policies import BUILTINS, PolicyConfigError, create, resolve
+from policies.bounded_load_filter import BoundedLoadFilter
+from policies.kv_cost_scorer import KvCostScorer
+from policies.load_scorer import LoadScorer
+from policies.prefix_cache_scorer import PrefixCacheScorer
 from policies.registry import params_model
 from policies.round_robin_scorer import RoundRobinScorer
+from policies.sla_filter import SlaFilter
 from policies.weighted_random_picker import WeightedRandomPicker
 from tests.policies import user_plugins
 
@@ -18,8 +23,8 @@ CANONICAL = {
 }
 
 
-def test_nine_builtins_each_kebab_case_with_its_role_suffix() -> None:
-    assert len(CANONICAL) == 9
+def test_fourteen_builtins_each_kebab_case_with_its_role_suffix() -> None:
+    assert len(CANONICAL) == 14
     for name, factory in CANONICAL.items():
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", name)
         assert name.endswith(f"-{factory.role}")
@@ -29,7 +34,15 @@ def test_nine_builtins_each_kebab_case_with_its_role_suffix() -> None:
 
 @pytest.mark.parametrize(
     ("alias", "factory"),
-    [("round-robin", RoundRobinScorer), ("weighted-random", WeightedRandomPicker)],
+    [
+        ("round-robin", RoundRobinScorer),
+        ("weighted-random", WeightedRandomPicker),
+        ("prefix-cache", PrefixCacheScorer),
+        ("load", LoadScorer),
+        ("kv-cost", KvCostScorer),
+        ("sla", SlaFilter),
+        ("bounded-load", BoundedLoadFilter),
+    ],
 )
 def test_aliases(alias: str, factory: object) -> None:
     assert resolve(alias) is factory
@@ -76,6 +89,14 @@ def test_resolve_errors(type_name: str, problem: str) -> None:
                 "interpret input",
                 "policies.2.params.bogus: Extra inputs are not permitted",
             ],
+        ),
+        (
+            {"type": "bounded-load-filter", "name": "b", "params": {"by": "bytes"}},
+            ["policies.2.params.by: Input should be 'requests' or 'tokens'"],
+        ),
+        (
+            {"type": "kv-cost-scorer", "name": "k", "params": {"prefill_chunk_tokens": 0}},
+            ["policies.2.params.prefill_chunk_tokens: Input should be greater than or equal to 1"],
         ),
         (
             {"type": "nope-scorer", "name": "n"},

@@ -1,0 +1,80 @@
+"""Prefers the backend where the request is predicted to cost least: prefill after the
+cache and the queue, plus the decode time it would add to."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, NamedTuple
+
+from pydantic import Field
+
+from policies.base import BackendView, Role, Score, Snapshot
+from policies.predict import (
+    PredictionParams,
+    cached_prompt_tokens,
+    describe_cache,
+    predicted_tpot_ms,
+    predicted_ttft_ms,
+)
+
+_MIN_COST_MS = 1.0
+"""Costs below a millisecond are noise; the floor also keeps `min / cost` defined."""
+
+
+class _Estimate(NamedTuple):
+    ttft_ms: float
+    tpot_ms: float
+    cost_ms: float
+
+
+class KvCostScorer:
+    """Scores `min_cost / cost` over the candidates, so the cheapest scores 1.0, where
+
+        cost_ms = predicted TTFT + decode_weight * predicted TPOT * expected output tokens
+
+    and expected output tokens are the request's `max_tokens` capped at
+    `max_output_tokens` (or that cap when unset). See `policies.predict` for TTFT/TPOT.
+
+    A cache hit lowers the TTFT term only by the prefill it saves, and a queue in front
+    of it raises it by the prefill waiting there, so an idle replica with nothing cached
+    beats a hot one as soon as the hot one's queue outweighs the tokens its cache saves;
+    that is what lets a new replica warm up. The ratio keeps scores comparable across
+    requests: a backend twice as expensive as the best scores 0.5.
+    """
+
+    role: ClassVar[Role] = "scorer"
+    type_name: ClassVar[str] = "kv-cost-scorer"
+
+    class Params(PredictionParams):
+        decode_weight: float = Field(0.5, ge=0)
+        """Weight of a millisecond of predicted decode time against one of TTFT."""
+        max_output_tokens: int = Field(256, ge=0)
+        """Expected output tokens when the request sets no `max_tokens`; also their cap."""
+
+    def __init__(self, name: str, params: Params) -> None:
+        self.name = name
+        self.params = params
+
+    def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
+        estimates = [(b, self._estimate(snapshot, b)) for b in candidates]
+        cheapest = min((e.cost_ms for _, e in estimates), default=_MIN_COST_MS)
+        return {b.name: Score(cheapest / e.cost_ms, _reason(snapshot, b, e)) for b, e in estimates}
+
+    def _estimate(self, snapshot: Snapshot, b: BackendView) -> _Estimate:
+        p = self.params
+        ttft = predicted_ttft_ms(snapshot, b, chunk_tokens=p.prefill_chunk_tokens)
+        tpot = predicted_tpot_ms(b, growth_per_decode=p.tpot_growth_per_decode)
+        cost = ttft + p.decode_weight * tpot * self._expected_output_tokens(snapshot)
+        return _Estimate(ttft, tpot, max(cost, _MIN_COST_MS))
+
+    def _expected_output_tokens(self, snapshot: Snapshot) -> int:
+        cap, asked = self.params.max_output_tokens, snapshot.request.max_tokens
+        return cap if asked is None else max(0, min(asked, cap))
+
+
+def _reason(snapshot: Snapshot, b: BackendView, e: _Estimate) -> str:
+    cache = describe_cache(cached_prompt_tokens(snapshot, b), snapshot.request.prompt_tokens)
+    return (
+        f"{cache}; {b.in_flight} in flight; "
+        f"predicted TTFT {e.ttft_ms:,.0f} ms, TPOT {e.tpot_ms:,.1f} ms"
+    )

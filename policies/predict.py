@@ -1,0 +1,98 @@
+"""Predicted cached tokens, time to first token and time per output token per backend.
+
+Pure functions of a snapshot, shared by the cache-aware policies so that a filter and a
+scorer reasoning about the same backend agree on the numbers. The model is deliberately
+small; every input is a `BackendView` field the gateway keeps up to date:
+
+    ttft_ms = network_ms
+            + (queued_prefill_tokens + uncached_tokens) / prefill_tokens_per_s * 1000
+            + decode_interference_ms
+    tpot_ms = tpot_ms * (1 + alpha * decoding)
+
+Decode interference follows chunked prefill (vLLM, SGLang): every engine step carries
+one token for each decoding sequence and fills the rest of its token budget
+(`chunk_tokens`) with prefill, so W prefill tokens need ceil(W / (chunk_tokens - decoding))
+steps, and each of those steps also runs the decode batch, which costs about one TPOT.
+With nothing decoding the term is 0; with anything decoding it is at least one step,
+because even a fully cached prompt waits for the next step.
+
+Known overlaps, accepted for simplicity: the learned `prefill_tokens_per_s` and
+`tpot_ms` are averages over recent traffic, so they already include some interference
+and some batch growth; the terms above add the part due to the *current* load.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import Field
+
+from policies.base import BackendView, PolicyParams, Snapshot
+
+DEFAULT_PREFILL_CHUNK_TOKENS = 2048
+DEFAULT_TPOT_GROWTH_PER_DECODE = 0.01
+_MIN_PREFILL_TOKENS_PER_S = 1.0
+"""Guards the division; the gateway's estimates are always positive."""
+
+
+class PredictionParams(PolicyParams):
+    """Parameters of the latency model, shared by every policy that predicts latency."""
+
+    prefill_chunk_tokens: int = Field(DEFAULT_PREFILL_CHUNK_TOKENS, ge=1)
+    """Engine token budget per step with chunked prefill (vLLM `max_num_batched_tokens`)."""
+    tpot_growth_per_decode: float = Field(DEFAULT_TPOT_GROWTH_PER_DECODE, ge=0)
+    """alpha: relative TPOT growth for each sequence already decoding on the backend."""
+
+
+def cached_prompt_tokens(snapshot: Snapshot, b: BackendView) -> int:
+    """Prompt tokens predicted to be in `b`'s KV cache, capped at the prompt when known."""
+    cached = max(0, snapshot.cached_tokens.get(b.name, 0))
+    prompt = snapshot.request.prompt_tokens
+    return min(cached, prompt) if prompt > 0 else cached
+
+
+def uncached_tokens(snapshot: Snapshot, b: BackendView) -> int:
+    """Prompt tokens `b` would still have to prefill: `max(0, prompt - cached)`."""
+    return max(0, snapshot.request.prompt_tokens - cached_prompt_tokens(snapshot, b))
+
+
+def decode_interference_ms(
+    b: BackendView, prefill_tokens: int, *, chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
+) -> float:
+    """Time the decode batch adds to `prefill_tokens` of chunked prefill (module docs)."""
+    if b.decoding <= 0:
+        return 0.0
+    per_step = max(1, chunk_tokens - b.decoding)
+    steps = max(1, math.ceil(prefill_tokens / per_step))
+    return steps * b.tpot_ms
+
+
+def predicted_ttft_ms(
+    snapshot: Snapshot, b: BackendView, *, chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
+) -> float:
+    """Time to first token if the request went to `b` now: overhead, the prefill queued
+    ahead of it plus its own uncached prefill, and interference from running decodes."""
+    prefill_tokens = b.queued_prefill_tokens + uncached_tokens(snapshot, b)
+    speed = max(b.prefill_tokens_per_s, _MIN_PREFILL_TOKENS_PER_S)
+    return (
+        b.network_ms
+        + prefill_tokens / speed * 1000.0
+        + decode_interference_ms(b, prefill_tokens, chunk_tokens=chunk_tokens)
+    )
+
+
+def predicted_tpot_ms(
+    b: BackendView, *, growth_per_decode: float = DEFAULT_TPOT_GROWTH_PER_DECODE
+) -> float:
+    """Time per output token on `b`: `tpot_ms * (1 + alpha * decoding)`, since a larger decode
+    batch makes every step slower (memory-bound decode grows slowly, hence a small alpha)."""
+    return b.tpot_ms * (1.0 + growth_per_decode * max(0, b.decoding))
+
+
+def describe_cache(cached: int, prompt_tokens: int) -> str:
+    """A reason such as `12,800 of 13,100 prompt tokens cached`."""
+    if prompt_tokens <= 0:  # not counted: say what is known
+        return f"{cached:,} prompt tokens cached" if cached > 0 else "no cached prefix"
+    if cached <= 0:
+        return f"no cached prefix ({prompt_tokens:,} prompt tokens)"
+    return f"{cached:,} of {prompt_tokens:,} prompt tokens cached"

@@ -1,0 +1,94 @@
+"""Drops backends predicted to miss the request's TTFT or TPOT target."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Literal, NamedTuple
+
+from policies.base import BackendView, RequestInfo, Role, Snapshot, Verdict
+from policies.predict import PredictionParams, predicted_tpot_ms, predicted_ttft_ms
+
+Metric = Literal["TTFT", "TPOT"]
+_NO_SLA = Verdict(True, "no SLA")
+
+
+class _Target(NamedTuple):
+    metric: Metric
+    ms: float
+    shown: str
+    """`500 ms`, formatted once per request rather than once per candidate."""
+
+
+class _Assessment(NamedTuple):
+    missed: tuple[Metric, ...]
+    reason: str
+
+
+class SlaFilter:
+    """Compares `request.ttft_slo_ms` / `tpot_slo_ms` with the predictions of
+    `policies.predict`; a request without targets keeps every candidate.
+
+    When every candidate would miss, they are all kept (so the picker still chooses the
+    least bad one) unless `strict` is set, in which case the request fails fast instead.
+    """
+
+    role: ClassVar[Role] = "filter"
+    type_name: ClassVar[str] = "sla-filter"
+
+    class Params(PredictionParams):
+        strict: bool = False
+        """Drop every candidate when all are predicted to miss, instead of keeping all."""
+
+    def __init__(self, name: str, params: Params) -> None:
+        self.name = name
+        self.params = params
+
+    def filter(
+        self, snapshot: Snapshot, candidates: Sequence[BackendView]
+    ) -> Mapping[str, Verdict]:
+        targets = _targets(snapshot.request)
+        if not targets:
+            return {b.name: _NO_SLA for b in candidates}
+        found = {b.name: self._assess(snapshot, b, targets) for b in candidates}
+        if self.params.strict or any(not a.missed for a in found.values()):
+            return {name: Verdict(not a.missed, a.reason) for name, a in found.items()}
+        missed = {m for a in found.values() for m in a.missed}
+        summary = " or ".join(f"{t.metric} {t.shown}" for t in targets if t.metric in missed)
+        keep_all = f"all candidates predicted to miss {summary}; keeping all"
+        return {name: Verdict(True, f"{keep_all} ({a.reason})") for name, a in found.items()}
+
+    def _assess(
+        self, snapshot: Snapshot, b: BackendView, targets: tuple[_Target, ...]
+    ) -> _Assessment:
+        missed: list[Metric] = []
+        phrases = []
+        for t in targets:
+            predicted = self._predict(snapshot, b, t.metric)
+            met = predicted <= t.ms
+            if not met:
+                missed.append(t.metric)
+            sign = "≤" if met else ">"
+            phrases.append(f"predicted {t.metric} {_ms(predicted)} {sign} target {t.shown}")
+        return _Assessment(tuple(missed), "; ".join(phrases))
+
+    def _predict(self, snapshot: Snapshot, b: BackendView, metric: Metric) -> float:
+        p = self.params
+        if metric == "TTFT":
+            return predicted_ttft_ms(snapshot, b, chunk_tokens=p.prefill_chunk_tokens)
+        return predicted_tpot_ms(b, growth_per_decode=p.tpot_growth_per_decode)
+
+
+def _targets(request: RequestInfo) -> tuple[_Target, ...]:
+    targets = []
+    if request.ttft_slo_ms is not None:
+        targets.append(_Target("TTFT", request.ttft_slo_ms, _ms(request.ttft_slo_ms)))
+    if request.tpot_slo_ms is not None:
+        targets.append(_Target("TPOT", request.tpot_slo_ms, _ms(request.tpot_slo_ms)))
+    return tuple(targets)
+
+
+def _ms(value: float) -> str:
+    """`1,240 ms` and `50 ms`, but `20.6 ms`: tenths only where they matter."""
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:,.0f} ms"
+    return f"{value:.1f} ms"

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from policies.kv_cost_scorer import KvCostScorer
+from tests.policies.builders import backend, snapshot
+
+PROMPT = 13_100
+HOT_CACHED = 12_800
+# Idle, default estimates (10,000 prefill tokens/s, 20 ms TPOT), 256 expected output tokens:
+# hot: 30 ms TTFT + 0.5 * 20 * 256 = 2,590 ms; cold: 1,310 ms TTFT + 2,560 = 3,870 ms.
+HOT_IDLE_COST = 30.0 + 2_560.0
+COLD_IDLE_COST = 1_310.0 + 2_560.0
+
+
+def scores_for(
+    hot: dict[str, Any], *, params: dict[str, Any] | None = None, **request: Any
+) -> dict[str, float]:
+    policy = KvCostScorer("kv", KvCostScorer.Params.model_validate(params or {}))
+    candidates = [backend("hot", **hot), backend("cold")]
+    snap = snapshot(candidates, prompt_tokens=PROMPT, cached_tokens={"hot": HOT_CACHED}, **request)
+    return {n: s.value for n, s in policy.score(snap, candidates).items()}
+
+
+@pytest.mark.parametrize(
+    ("hot", "params", "request_fields", "expected"),
+    [
+        pytest.param(
+            {}, {}, {}, {"hot": 1.0, "cold": HOT_IDLE_COST / COLD_IDLE_COST}, id="idle-hit-wins"
+        ),
+        pytest.param(
+            {}, {}, {"max_tokens": 16}, {"hot": 1.0, "cold": 190 / 1_470}, id="short-output"
+        ),
+        pytest.param(
+            {},
+            {},
+            {"max_tokens": 100_000},
+            {"hot": 1.0, "cold": HOT_IDLE_COST / COLD_IDLE_COST},
+            id="output-capped",
+        ),
+        pytest.param(
+            {}, {"decode_weight": 0}, {}, {"hot": 1.0, "cold": 30 / 1_310}, id="ttft-only"
+        ),
+        # 26,000 queued on the hot one: (26,300 / 10,000 s) + 13 chunked steps * 20 ms
+        # = 2,890 ms TTFT, plus 0.5 * 20.6 ms * 256 of decode = 5,526.8 ms.
+        pytest.param(
+            {"queued_prefill_tokens": 26_000, "decoding": 3, "in_flight": 3},
+            {},
+            {},
+            {"hot": COLD_IDLE_COST / 5_526.8, "cold": 1.0},
+            id="queue-outweighs-cache",
+        ),
+    ],
+)
+def test_cost_ratio(
+    hot: dict[str, Any],
+    params: dict[str, Any],
+    request_fields: dict[str, Any],
+    expected: dict[str, float],
+) -> None:
+    assert scores_for(hot, params=params, **request_fields) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("hot", "reason"),
+    [
+        (
+            {"in_flight": 3, "network_ms": 60.0},
+            "12,800 of 13,100 prompt tokens cached; 3 in flight; "
+            "predicted TTFT 90 ms, TPOT 20.0 ms",
+        ),
+        (
+            {"in_flight": 9, "queued_prefill_tokens": 12_000, "decoding": 9},
+            "12,800 of 13,100 prompt tokens cached; 9 in flight; "
+            "predicted TTFT 1,370 ms, TPOT 21.8 ms",
+        ),
+    ],
+)
+def test_reasons_in_real_units(hot: dict[str, Any], reason: str) -> None:
+    policy = KvCostScorer("kv", KvCostScorer.Params())
+    candidates = [backend("hot", **hot), backend("cold")]
+    snap = snapshot(candidates, prompt_tokens=PROMPT, cached_tokens={"hot": HOT_CACHED})
+    scores = policy.score(snap, candidates)
+    assert scores["hot"].reason == reason
+    assert scores["cold"].reason == (
+        "no cached prefix (13,100 prompt tokens); 0 in flight; "
+        "predicted TTFT 1,310 ms, TPOT 20.0 ms"
+    )
+
+
+@pytest.mark.parametrize("queued", [0, 4_000, 12_000, 12_799, 12_800, 20_000, 100_000])
+def test_idle_cold_replica_gets_a_fair_score(queued: int) -> None:
+    """A new replica must warm up: against a hot one it never scores below the pure cost
+    ratio of an idle hit, and wins once the hot queue outweighs the tokens its cache saves."""
+    scores = scores_for({"queued_prefill_tokens": queued, "in_flight": queued // 4_000})
+    assert scores["cold"] >= HOT_IDLE_COST / COLD_IDLE_COST > 0.6
+    assert (scores["cold"] == 1.0) is (queued >= HOT_CACHED)  # queue vs. tokens saved
+
+
+def test_zero_costs_are_floored_not_divided_by() -> None:
+    policy = KvCostScorer("kv", KvCostScorer.Params(decode_weight=0))
+    candidates = [backend("a"), backend("b")]
+    scores = policy.score(snapshot(candidates), candidates)
+    assert {n: s.value for n, s in scores.items()} == {"a": 1.0, "b": 1.0}
+
+
+def test_no_candidates() -> None:
+    policy = KvCostScorer("kv", KvCostScorer.Params())
+    assert policy.score(snapshot(), []) == {}
