@@ -1,0 +1,1 @@
+"""Benchmarks: scripts that measure Switchyard against its engines and alternatives."""
