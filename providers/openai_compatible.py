@@ -8,7 +8,7 @@ side against the emulator), which is most of the gateway's overhead budget.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from time import time
@@ -71,13 +71,9 @@ class OpenAICompatibleProvider:
         return UpstreamResponse(response.status, _content_type(response), body)
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> _AiohttpStream:
-        # The socket read timeout guards the gaps between chunks when it is not shorter
-        # than the first-byte wait; otherwise the gaps are timed per chunk.
-        gap_by_socket = deadlines.between_chunks_s >= deadlines.first_byte_s
-        timeout = aiohttp.ClientTimeout(
-            sock_connect=deadlines.connect_s,
-            sock_read=deadlines.between_chunks_s if gap_by_socket else None,
-        )
+        # No socket read timeout: aiohttp would re-arm a timer on every read. The first
+        # byte is bounded here, the gaps after it by the stream's own watchdog.
+        timeout = aiohttp.ClientTimeout(sock_connect=deadlines.connect_s)
         with self.map_upstream_errors():
             async with asyncio.timeout(deadlines.first_byte_s):
                 response = await self._post(request, timeout)
@@ -92,8 +88,7 @@ class OpenAICompatibleProvider:
             raise UpstreamProtocolError(
                 f"backend {self.name} closed the stream before sending data", backend=self.name
             )
-        gap_s = None if gap_by_socket else deadlines.between_chunks_s
-        return _AiohttpStream(self, response, first, gap_s)
+        return _AiohttpStream(self, response, first, deadlines.between_chunks_s)
 
     async def health(self, timeout_s: float) -> HealthResult:
         try:
@@ -179,7 +174,7 @@ class _AiohttpStream:
         provider: OpenAICompatibleProvider,
         response: aiohttp.ClientResponse,
         first_chunk: bytes,
-        gap_s: float | None,
+        gap_s: float,
     ) -> None:
         self._provider = provider
         self._response = response
@@ -189,16 +184,26 @@ class _AiohttpStream:
 
     async def rest(self) -> AsyncIterator[bytes]:
         content = self._response.content
-        with self._provider.map_upstream_errors():
-            while True:
-                if self._gap_s is None:
+        watchdog = _StallWatchdog(self._gap_s, self._response.close)
+        try:
+            with self._provider.map_upstream_errors():
+                while True:
+                    watchdog.waiting()
                     chunk = await content.readany()
-                else:
-                    async with asyncio.timeout(self._gap_s):
-                        chunk = await content.readany()
-                if not chunk:
-                    return
-                yield chunk
+                    watchdog.idle()
+                    if not chunk:
+                        break
+                    yield chunk
+        except UpstreamError:
+            if not watchdog.fired:
+                raise
+        finally:
+            watchdog.cancel()
+        if watchdog.fired:
+            raise UpstreamTimeout(
+                f"backend {self._provider.name} stalled for {self._gap_s:g}s mid-stream",
+                backend=self._provider.name,
+            )
 
     async def aclose(self) -> None:
         # Closing (not releasing) drops the connection, which is what stops an
@@ -207,6 +212,40 @@ class _AiohttpStream:
             self._response.release()
         else:
             self._response.close()
+
+
+class _StallWatchdog:
+    """Closes the response if one read waits longer than `gap_s`.
+
+    One timer per stream that re-arms itself only when it fires, instead of a timeout
+    armed and cancelled around every read; time spent waiting for a slow client does not
+    count, only time spent waiting for the backend.
+    """
+
+    def __init__(self, gap_s: float, on_stall: Callable[[], None]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._gap_s = gap_s
+        self._on_stall = on_stall
+        self._since: float | None = None
+        self.fired = False
+        self._handle = self._loop.call_later(gap_s, self._check)
+
+    def waiting(self) -> None:
+        self._since = self._loop.time()
+
+    def idle(self) -> None:
+        self._since = None
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+    def _check(self) -> None:
+        waited = 0.0 if self._since is None else self._loop.time() - self._since
+        if waited >= self._gap_s:
+            self.fired = True
+            self._on_stall()
+            return
+        self._handle = self._loop.call_later(self._gap_s - waited, self._check)
 
 
 def _content_type(response: aiohttp.ClientResponse) -> str:
