@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 import orjson
@@ -19,6 +20,8 @@ from gateway.emulator.generation import (
     encode_base64_floats,
     generate_choices,
 )
+from gateway.emulator.metrics import prometheus_text
+from gateway.emulator.pacing import Pacer
 from gateway.emulator.request_parsing import (
     BadRequest,
     GenerationRequest,
@@ -31,19 +34,21 @@ from gateway.emulator.runtime_state import EmulatorRuntime
 from gateway.emulator.settings import Faults
 from gateway.emulator.stream_events import StepEvent, chat_events, completion_events
 from gateway.emulator.timed_response import TimedResponse
+from gateway.emulator.timeline import Timeline, plan_timeline
 from gateway.emulator.wire_format import (
     ChunkFrame,
+    Payload,
     ResponseMeta,
     chat_body,
     completion_body,
     embeddings_body,
     error_body,
     error_event,
-    usage,
 )
 
 _JSON = b"application/json"
 _SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
+_PROMETHEUS = "text/plain; version=0.0.4"
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error"}
 
 Parser = Callable[[dict[str, Any]], GenerationRequest]
@@ -61,6 +66,7 @@ def create_app(runtime: EmulatorRuntime) -> Starlette:
         Route("/emulator/faults", endpoints.get_faults, methods=["GET"]),
         Route("/emulator/faults", endpoints.put_faults, methods=["PUT"]),
         Route("/emulator/stats", endpoints.stats, methods=["GET"]),
+        Route("/metrics", endpoints.metrics, methods=["GET"]),
     ]
     app = Starlette(routes=routes)
     app.state.emulator = runtime
@@ -119,45 +125,60 @@ class _Endpoints:
         return await self.get_faults(request)
 
     async def stats(self, request: Request) -> Response:
-        return Response(orjson.dumps(self._runtime.stats), media_type="application/json")
+        runtime = self._runtime
+        numbers = {**asdict(runtime.stats), **runtime.snapshot().as_stats()}
+        return Response(orjson.dumps(numbers), media_type="application/json")
+
+    async def metrics(self, request: Request) -> Response:
+        return Response(prometheus_text(self._runtime.snapshot()), media_type=_PROMETHEUS)
 
     async def _generate(self, request: Request, parse: Parser, *, chat: bool) -> TimedResponse:
         failure = self._injected_failure()
         if failure is not None:
             return failure
         try:
-            generation = parse(parse_json_body(await request.body()))
+            body = parse_json_body(await request.body())
+            generation = parse(body)
             self._check_model(generation.model)
+            choices = generate_choices(generation)
+            timeline = plan_timeline(self._runtime, body, generation, choices, chat=chat)
         except BadRequest as exc:
             return self._error(exc.status, exc.message, exc.param, exc.code)
-        choices = generate_choices(generation)
         if generation.sampling.stream:
-            return self._stream(generation, choices, chat=chat)
+            return self._stream(generation, choices, timeline, chat=chat)
         meta = _meta(generation.model, chat=chat, chunk=False)
         render = chat_body if chat else completion_body
-        body = render(meta, choices, generation.top_logprobs, _usage(generation, choices))
-        return self._json(body, self._last_token_due(generation, choices))
+        top_logprobs, usage_of = generation.top_logprobs, timeline.usage
+
+        def rendered() -> bytes:
+            return render(meta, choices, top_logprobs, usage_of())
+
+        return self._json(rendered, timeline.last_offset(choices), timeline.pacer)
 
     def _stream(
-        self, generation: GenerationRequest, choices: list[ChoiceOutput], *, chat: bool
+        self,
+        generation: GenerationRequest,
+        choices: list[ChoiceOutput],
+        timeline: Timeline,
+        *,
+        chat: bool,
     ) -> TimedResponse:
         sampling = generation.sampling
         frame = ChunkFrame(_meta(generation.model, chat=chat, chunk=True), sampling.include_usage)
-        final_usage = _usage(generation, choices) if sampling.include_usage else None
+        final_usage = timeline.usage if sampling.include_usage else None
         render = chat_events if chat else completion_events
         events = render(frame, choices, generation.top_logprobs, final_usage)
         events, complete, ok = self._stream_faults(events)
-        first = self._runtime.timing.first_token_delay_s(sum(generation.prompt_tokens))
-        step = self._runtime.timing.token_delay_s()
         return TimedResponse(
             status=200,
             headers=_SSE_HEADERS,
-            events=[(first + index * step, data) for index, data in events],
+            events=[(timeline.offset(index), data) for index, data in events],
             stats=self._runtime.stats,
             stall_s=self._runtime.faults.stall_before_first_byte_s,
             headers_first=True,
             complete=complete,
             ok=ok,
+            pacer=timeline.pacer,
         )
 
     def _stream_faults(self, events: list[StepEvent]) -> tuple[list[StepEvent], bool, bool]:
@@ -173,13 +194,6 @@ class _Endpoints:
             return [*kept, (step, error_event("Emulated failure mid-stream."))], True, False
         return events, True, True
 
-    def _last_token_due(self, generation: GenerationRequest, choices: list[ChoiceOutput]) -> float:
-        # A non-streamed response is ready when its longest choice would have finished.
-        steps = max((len(choice.pieces) for choice in choices), default=1)
-        timing = self._runtime.timing
-        first = timing.first_token_delay_s(sum(generation.prompt_tokens))
-        return first + max(0, steps - 1) * timing.token_delay_s()
-
     def _check_model(self, model: str) -> None:
         if model not in self._models:
             message = f"The model `{model}` does not exist or you do not have access to it."
@@ -192,14 +206,15 @@ class _Endpoints:
         retry_after = self._runtime.faults.retry_after_s
         return self._error(status, f"Emulated failure ({status}).", None, None, retry_after)
 
-    def _json(self, body: bytes, due_s: float) -> TimedResponse:
-        headers = [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
+    def _json(self, body: Payload, due: float, pacer: Pacer | None = None) -> TimedResponse:
+        # TimedResponse adds content-length: the body may be rendered only when due.
         return TimedResponse(
             status=200,
-            headers=headers,
-            events=[(due_s, body)],
+            headers=[(b"content-type", _JSON)],
+            events=[(due, body)],
             stats=self._runtime.stats,
             stall_s=self._runtime.faults.stall_before_first_byte_s,
+            pacer=pacer,
         )
 
     def _error(
@@ -212,7 +227,7 @@ class _Endpoints:
     ) -> TimedResponse:
         error_type, code = _error_kind(status, code)
         body = error_body(message, error_type, param, code)
-        headers = [(b"content-type", _JSON), (b"content-length", str(len(body)).encode())]
+        headers = [(b"content-type", _JSON)]
         if retry_after_s is not None:
             headers.append((b"retry-after", f"{retry_after_s:g}".encode()))
         return TimedResponse(
@@ -240,8 +255,3 @@ def _error_kind(status: int, code: str | None) -> tuple[str, str | None]:
     if status >= 500:
         return "server_error", code
     return _ERROR_TYPES.get(status, "invalid_request_error"), code
-
-
-def _usage(generation: GenerationRequest, choices: list[ChoiceOutput]) -> dict[str, Any]:
-    completion_tokens = sum(choice.completion_tokens for choice in choices)
-    return usage(sum(generation.prompt_tokens), completion_tokens)

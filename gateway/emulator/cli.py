@@ -1,19 +1,20 @@
-"""``switchyard emulate``: serve an emulated engine in the foreground."""
+"""``switchyard emulate``: serve one emulated engine, or a fleet of them, in the foreground."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
+import contextlib
+import logging
+import signal
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import uvicorn
 
-from gateway.emulator.app import create_app
-from gateway.emulator.runtime_state import EmulatorRuntime
+from gateway.emulator.fleet import EmulatorFleet
 from gateway.emulator.settings import EmulatorSettings, Faults
-from gateway.loopback import bind_loopback, http_origin, loopback_host, wait_until_started
 
 # (flag, settings field, type); argparse defaults are None so pydantic's defaults apply.
 _SETTING_FLAGS: list[tuple[str, str, type]] = [
@@ -22,6 +23,15 @@ _SETTING_FLAGS: list[tuple[str, str, type]] = [
     ("--prefill-ms-per-1k-tokens", "prefill_ms_per_1k_tokens", float),
     ("--time-scale", "time_scale", float),
     ("--embedding-dim", "embedding_dim", int),
+    ("--cost-model", "cost_model", str),
+    ("--kv-capacity-tokens", "kv_capacity_tokens", int),
+    ("--block-tokens", "block_tokens", int),
+    ("--bytes-per-token", "bytes_per_token", float),
+    ("--prefill-tokens-per-s", "prefill_tokens_per_s", float),
+    ("--decode-base-ms", "decode_base_ms", float),
+    ("--decode-per-seq-ms", "decode_per_seq_ms", float),
+    ("--max-batched-tokens", "max_batched_tokens", int),
+    ("--max-num-seqs", "max_num_seqs", int),
 ]
 _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--fail-status", "fail_status", int),
@@ -31,15 +41,11 @@ _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--cut-stream-after-chunks", "cut_stream_after_chunks", int),
     ("--error-event-after-chunks", "error_event_after_chunks", int),
 ]
+_CHOICES = {"cost_model": ("linear", "batched")}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--host", default="127.0.0.1", help="loopback address (default: %(default)s)"
-    )
-    parser.add_argument(
-        "--port", type=int, default=9001, help="0 picks a free port (default: %(default)s)"
-    )
+    _add_address_arguments(parser)
     parser.add_argument(
         "--model",
         action="append",
@@ -48,13 +54,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="model name to serve; repeatable (default: emulated-model)",
     )
     for flag, field, kind in _SETTING_FLAGS:
-        default = EmulatorSettings.model_fields[field].default
-        parser.add_argument(flag, dest=field, type=kind, help=f"default: {default}")
+        info = EmulatorSettings.model_fields[field]
+        help_text = f"{info.description} (default: {info.default})" if info.description else None
+        parser.add_argument(
+            flag,
+            dest=field,
+            type=kind,
+            choices=_CHOICES.get(field),
+            help=help_text or f"default: {info.default}",
+        )
     for flag, field, kind in _FAULT_FLAGS:
         info = Faults.model_fields[field]
         parser.add_argument(
             flag, dest=field, type=kind, help=f"{info.description} (default: {info.default})"
         )
+
+
+def _add_address_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="loopback address (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=9001,
+        help="first engine's port, the next engines take the following ones; "
+        "0 picks free ports (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--fleet",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run N independent engines in this process (default: %(default)s)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace) -> EmulatorSettings:
@@ -69,36 +102,46 @@ def settings_from_args(args: argparse.Namespace) -> EmulatorSettings:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until interrupted; prints one ready line with the base URL."""
+    """Serve until interrupted; prints one ready line with the base URL per engine."""
     try:
-        host = loopback_host(args.host)
-        settings = settings_from_args(args)
-        sock = bind_loopback(host, args.port)
-    except (ValueError, OSError) as exc:
+        fleet = EmulatorFleet(args.fleet, settings_from_args(args), host=args.host, port=args.port)
+    except ValueError as exc:
         print(f"switchyard emulate: {exc}", file=sys.stderr)
         return 2
-    config = uvicorn.Config(
-        create_app(EmulatorRuntime(settings)),
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        proxy_headers=False,
-        server_header=False,
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
+    # This command owns the process: keep uvicorn to warnings, no line per request.
+    for name in ("uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    # A Config only for its choice of event loop (uvloop when installed); log_config=None
+    # keeps it from configuring uvicorn's loggers, which would print every request.
+    config = uvicorn.Config("gateway.emulator.app:create_app", log_config=None)
+    loop_factory = config.get_loop_factory()
     try:
-        with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
-            runner.run(_serve(server, sock, host))
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            return runner.run(_serve(fleet))
     except KeyboardInterrupt:
-        # uvicorn already shut down gracefully and re-raised the signal for us.
-        pass
+        # Where signal handlers cannot be installed, Ctrl-C still ends us here.
+        return 0
+
+
+async def _serve(fleet: EmulatorFleet) -> int:
+    try:
+        await fleet.start()
+    except OSError as exc:
+        print(f"switchyard emulate: {exc}", file=sys.stderr)
+        return 2
+    for base_url in fleet.base_urls:
+        print(f"emulator listening on {base_url}", flush=True)
+    stopping = asyncio.Event()
+    _on_stop_signals(stopping.set)
+    try:
+        await stopping.wait()
+    finally:
+        await fleet.stop()
     return 0
 
 
-async def _serve(server: uvicorn.Server, sock: socket.socket, host: str) -> None:
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    await wait_until_started(server, task)
-    port = int(sock.getsockname()[1])
-    print(f"emulator listening on {http_origin(host, port)}/v1", flush=True)
-    await task
+def _on_stop_signals(callback: Callable[[], None]) -> None:
+    loop = asyncio.get_running_loop()
+    for number in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(number, callback)

@@ -1,9 +1,13 @@
-"""Mutable state of one emulator instance: current faults and request counters."""
+"""Mutable state of one emulator instance: faults, counters and, if batched, the engine."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gateway.emulator.kv_cache import KVCache
+from gateway.emulator.metrics import EngineCounters, EngineSnapshot
+from gateway.emulator.prompt_blocks import PromptHasher
+from gateway.emulator.scheduler import BatchParams, BatchScheduler, StepClock
 from gateway.emulator.settings import EmulatorSettings, Faults
 from gateway.emulator.timing import LinearTiming, TimingModel
 
@@ -19,15 +23,40 @@ class EmulatorStats:
     in_flight: int = 0
 
 
-class EmulatorRuntime:
-    """Everything an emulator app reads or changes while serving; one per app, never global."""
+class BatchedEngine:
+    """The batched cost model's parts: prompt hashing, the KV cache and the scheduler."""
 
-    def __init__(self, settings: EmulatorSettings, timing: TimingModel | None = None) -> None:
+    def __init__(
+        self, settings: EmulatorSettings, counters: EngineCounters, clock: StepClock | None
+    ) -> None:
+        self.hasher = PromptHasher(settings.block_tokens, settings.bytes_per_token)
+        self.cache = KVCache(settings.kv_capacity_tokens // settings.block_tokens)
+        self.scheduler = BatchScheduler(
+            BatchParams.from_settings(settings), self.cache, counters, clock
+        )
+
+
+class EmulatorRuntime:
+    """Everything an emulator app reads or changes while serving; one per app, never global.
+
+    ``engine`` is set for ``cost_model="batched"``; embeddings keep the linear timing.
+    """
+
+    def __init__(
+        self,
+        settings: EmulatorSettings,
+        timing: TimingModel | None = None,
+        clock: StepClock | None = None,
+    ) -> None:
         self.settings = settings
         self.timing: TimingModel = timing or LinearTiming.from_settings(settings)
         # A copy: the settings stay frozen while PUT /emulator/faults replaces this.
         self.faults: Faults = settings.faults.model_copy()
         self.stats = EmulatorStats()
+        self.counters = EngineCounters()
+        self.engine: BatchedEngine | None = None
+        if settings.cost_model == "batched":
+            self.engine = BatchedEngine(settings, self.counters, clock)
 
     def take_failure(self) -> int | None:
         """Status to fail the next request with, consuming one of ``fail_count``."""
@@ -37,3 +66,15 @@ class EmulatorRuntime:
         if faults.fail_count > 0:
             faults.fail_count -= 1
         return faults.fail_status
+
+    def snapshot(self) -> EngineSnapshot:
+        """Engine numbers now; a linear engine reports requests in flight as running."""
+        model = self.settings.models[0]
+        if self.engine is not None:
+            return self.engine.scheduler.snapshot(model)
+        return EngineSnapshot(model, self.stats.in_flight, 0, 0.0, 0.0, replace(self.counters))
+
+    async def aclose(self) -> None:
+        """Stop the engine loop, if any; responses still waiting on it are cancelled."""
+        if self.engine is not None:
+            await self.engine.scheduler.stop()

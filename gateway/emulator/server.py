@@ -41,6 +41,7 @@ class EmulatorServer:
 
     async def stop(self) -> None:
         await self._server.stop()
+        await self.runtime.aclose()
 
     async def __aenter__(self) -> EmulatorServer:
         await self.start()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class Faults(BaseModel):
@@ -35,7 +37,12 @@ class Faults(BaseModel):
 
 
 class EmulatorSettings(BaseModel):
-    """How the emulated engine behaves; see ``timing.py`` for how the delays combine."""
+    """How the emulated engine behaves.
+
+    ``cost_model="linear"`` (the default) uses the delays in ``timing.py``; ``"batched"``
+    runs a continuous-batching scheduler over a prefix-caching KV cache (``scheduler.py``)
+    and ignores ``token_delay_ms``, ``base_latency_ms`` and ``prefill_ms_per_1k_tokens``.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,3 +57,34 @@ class EmulatorSettings(BaseModel):
     )
     embedding_dim: int = Field(64, ge=1, le=16384)
     faults: Faults = Field(default_factory=Faults)
+    cost_model: Literal["linear", "batched"] = Field(
+        "linear", description="linear: fixed delays; batched: KV cache and continuous batching."
+    )
+    kv_capacity_tokens: int = Field(
+        100_000, ge=1, description="Batched: KV cache size; running sequences and cached blocks."
+    )
+    block_tokens: int = Field(16, ge=1, le=4096, description="Batched: tokens per KV block.")
+    bytes_per_token: float = Field(
+        4.0, gt=0, le=64, description="Batched: prompt bytes per estimated token."
+    )
+    prefill_tokens_per_s: float = Field(
+        10_000.0, gt=0, description="Batched: prompt tokens computed per second of a step."
+    )
+    decode_base_ms: float = Field(
+        8.0, ge=0, description="Batched: fixed cost of a step that decodes anything."
+    )
+    decode_per_seq_ms: float = Field(
+        0.15, ge=0, description="Batched: extra step cost per decoding sequence."
+    )
+    max_batched_tokens: int = Field(
+        4096, ge=1, description="Batched: prompt tokens prefilled per step, at most."
+    )
+    max_num_seqs: int = Field(256, ge=1, description="Batched: sequences running at once.")
+
+    @model_validator(mode="after")
+    def _check_kv_capacity(self) -> EmulatorSettings:
+        if self.kv_capacity_tokens < self.block_tokens:
+            raise ValueError("kv_capacity_tokens must hold at least one block (block_tokens)")
+        if self.block_tokens * self.bytes_per_token < 1:
+            raise ValueError("block_tokens * bytes_per_token must be at least one byte")
+        return self

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gateway.emulator.generation import ChoiceOutput
 from gateway.emulator.wire_format import (
     DONE_EVENT,
     ChunkFrame,
     Json,
+    Payload,
     chat_logprob,
     legacy_logprobs,
 )
 
-# (decode step, bytes): step 0 is due at the first token, step k one token delay later.
-StepEvent = tuple[int, bytes]
+# (decode step, payload): step 0 is due at the first token, step k one decode step later.
+StepEvent = tuple[int, Payload]
+# Usage, asked for when the last step is due: a batched engine knows cached tokens late.
+UsageSource = Callable[[], Json]
 
 
 def chat_events(
     frame: ChunkFrame,
     choices: list[ChoiceOutput],
     top_logprobs: int | None,
-    final_usage: Json | None,
+    final_usage: UsageSource | None,
 ) -> list[StepEvent]:
     """Chat chunks as OpenAI sends them: role first, then content or tool-call fragments."""
     per_choice = [_chat_steps(choice, top_logprobs) for choice in choices]
@@ -30,7 +35,7 @@ def completion_events(
     frame: ChunkFrame,
     choices: list[ChoiceOutput],
     top_logprobs: int | None,
-    final_usage: Json | None,
+    final_usage: UsageSource | None,
 ) -> list[StepEvent]:
     per_choice = [_completion_steps(choice, top_logprobs) for choice in choices]
     return _finish(frame, _interleave(frame, per_choice), final_usage)
@@ -108,10 +113,11 @@ def _interleave(frame: ChunkFrame, per_choice: list[list[list[Json]]]) -> list[S
 
 
 def _finish(
-    frame: ChunkFrame, events: list[StepEvent], final_usage: Json | None
+    frame: ChunkFrame, events: list[StepEvent], final_usage: UsageSource | None
 ) -> list[StepEvent]:
     last = events[-1][0] if events else 0
     if final_usage is not None:
-        events.append((last, frame.usage_event(final_usage)))
+        source = final_usage
+        events.append((last, lambda: frame.usage_event(source())))
     events.append((last, DONE_EVENT))
     return events

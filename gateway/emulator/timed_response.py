@@ -1,4 +1,4 @@
-"""ASGI response that sends pre-rendered bytes at planned times and notices clients leaving."""
+"""ASGI response that sends pre-rendered bytes when a pacer says so and notices clients leaving."""
 
 from __future__ import annotations
 
@@ -7,18 +7,21 @@ from collections.abc import Sequence
 
 from starlette.types import Message, Receive, Scope, Send
 
+from gateway.emulator.pacing import LinearPacer, Pacer
 from gateway.emulator.runtime_state import EmulatorStats
+from gateway.emulator.wire_format import Payload
 
-# (seconds after the response starts, bytes); offsets never decrease.
-TimedEvent = tuple[float, bytes]
+# (offset in the pacer's unit, payload); offsets never decrease.
+TimedEvent = tuple[float, Payload]
 
 
 class TimedResponse:
-    """Sends ``events`` on schedule; events already due go out in one write.
+    """Sends ``events`` when ``pacer`` (default: seconds, real time) says they are due.
 
-    A client that disconnects cancels the delivery and counts as ``cancelled``. When
-    ``complete`` is false the body is left unfinished, which makes the server drop the
-    connection: that is how a stream is cut abruptly.
+    Events already due go out in one write. A body sent whole in one write gets a
+    content-length. A client that disconnects cancels the delivery and counts as
+    ``cancelled``. When ``complete`` is false the body is left unfinished, which makes
+    the server drop the connection: that is how a stream is cut abruptly.
     """
 
     def __init__(
@@ -32,9 +35,12 @@ class TimedResponse:
         headers_first: bool = False,
         complete: bool = True,
         ok: bool = True,
+        pacer: Pacer | None = None,
     ) -> None:
-        self._start: Message = {"type": "http.response.start", "status": status, "headers": headers}
+        self._status = status
+        self._headers = headers
         self._events = events
+        self._pacer: Pacer = pacer or LinearPacer()
         self._stats = stats
         self._stall_s = stall_s
         self._headers_first = headers_first
@@ -54,6 +60,7 @@ class TimedResponse:
                 delivered = True
         finally:
             stats.in_flight -= 1
+            self._pacer.close()
         if not delivered:
             stats.cancelled += 1
         elif self._ok:
@@ -62,7 +69,8 @@ class TimedResponse:
             stats.failed += 1
 
     def _waits(self) -> bool:
-        return self._stall_s > 0 or (bool(self._events) and self._events[-1][0] > 0)
+        events = self._events
+        return self._stall_s > 0 or (bool(events) and self._pacer.may_wait(events[-1][0]))
 
     async def _deliver_watched(self, receive: Receive, send: Send) -> bool:
         """Deliver unless the client leaves first; False when it left."""
@@ -83,28 +91,36 @@ class TimedResponse:
     async def _deliver(self, send: Send) -> None:
         if self._stall_s > 0:
             await asyncio.sleep(self._stall_s)
-        loop = asyncio.get_running_loop()
-        began = loop.time()
+        pacer = self._pacer
+        pacer.start()
         headers_sent = self._headers_first
         if headers_sent:
-            await send(self._start)
+            await send(self._response_start(None))
         events, count, first = self._events, len(self._events), 0
         while first < count:
-            delay = began + events[first][0] - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            end = _due_until(events, first, loop.time() - began)
-            body = b"".join(event[1] for event in events[first:end])
-            if not headers_sent:
-                await send(self._start)
-                headers_sent = True
+            await pacer.wait_until(events[first][0])
+            end = _due_until(events, first, pacer.reached())
+            body = b"".join(_render(event[1]) for event in events[first:end])
             final = end == count and self._complete
+            if not headers_sent:
+                await send(self._response_start(len(body) if final else None))
+                headers_sent = True
             await send({"type": "http.response.body", "body": body, "more_body": not final})
             first = end
         if not headers_sent:
-            await send(self._start)
+            await send(self._response_start(None))
         if count == 0 and self._complete:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def _response_start(self, content_length: int | None) -> Message:
+        headers = self._headers
+        if content_length is not None:
+            headers = [*headers, (b"content-length", str(content_length).encode())]
+        return {"type": "http.response.start", "status": self._status, "headers": headers}
+
+
+def _render(payload: Payload) -> bytes:
+    return payload if isinstance(payload, bytes) else payload()
 
 
 def _due_until(events: Sequence[TimedEvent], first: int, elapsed: float) -> int:

@@ -1,7 +1,7 @@
-"""Timing model of the emulated engine: when the first token and each later token are due.
+"""Linear timing of the emulated engine: when the first token and each later token are due.
 
-Kept behind a small protocol so that a KV-cache / continuous-batching cost model can
-replace the linear one without touching the ASGI code.
+The default cost model, and the one embeddings always use. The batched cost model (KV
+cache, continuous batching) is ``scheduler.py``; ``timeline.py`` picks between them.
 """
 
 from __future__ import annotations

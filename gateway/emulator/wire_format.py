@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ DONE_EVENT = b"data: [DONE]\n\n"
 _CHOICE_MARK = "__switchyard_choice__"
 
 Json = dict[str, Any]
+# Bytes, or a function rendering them when due (a body whose usage is known only then).
+Payload = bytes | Callable[[], bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +45,12 @@ class ResponseMeta:
         }
 
 
-def usage(prompt_tokens: int, completion_tokens: int) -> Json:
+def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> Json:
     return {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": 0},
+        "prompt_tokens_details": {"cached_tokens": cached_tokens},
     }
 
 

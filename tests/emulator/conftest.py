@@ -59,10 +59,20 @@ def sse_payloads(text: str) -> list[Any]:
     return payloads
 
 
-async def stats(http: httpx.AsyncClient) -> dict[str, int]:
+REQUEST_COUNTERS = ("received", "completed", "cancelled", "failed", "in_flight")
+
+
+async def stats(http: httpx.AsyncClient) -> dict[str, float]:
+    """All of ``GET /emulator/stats``: request counters and engine numbers."""
     response = await http.get(control_url(http, "stats"))
-    result: dict[str, int] = response.json()
+    result: dict[str, float] = response.json()
     return result
+
+
+async def request_stats(http: httpx.AsyncClient) -> dict[str, float]:
+    """Only the request counters of ``GET /emulator/stats``."""
+    numbers = await stats(http)
+    return {name: numbers[name] for name in REQUEST_COUNTERS}
 
 
 def control_url(http: httpx.AsyncClient, name: str) -> httpx.URL:

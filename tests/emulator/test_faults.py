@@ -9,7 +9,14 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from tests.emulator.conftest import StartEmulator, chat_request, control_url, sse_payloads, stats
+from tests.emulator.conftest import (
+    StartEmulator,
+    chat_request,
+    control_url,
+    request_stats,
+    sse_payloads,
+    stats,
+)
 
 
 async def test_fail_status_with_retry_after_and_count(start_emulator: StartEmulator) -> None:
@@ -24,7 +31,7 @@ async def test_fail_status_with_retry_after_and_count(start_emulator: StartEmula
             assert error["type"] == "server_error" and error["message"]
         assert (await http.post("/chat/completions", json=chat_request())).status_code == 200
         assert (await http.get(control_url(http, "faults"))).json()["fail_count"] == 0
-        assert await stats(http) == {
+        assert await request_stats(http) == {
             "received": 3,
             "completed": 1,
             "cancelled": 0,

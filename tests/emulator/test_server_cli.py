@@ -105,3 +105,49 @@ async def test_cli_serves_until_interrupted() -> None:
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+def test_batched_settings_from_args() -> None:
+    args = _parse(
+        "--cost-model", "batched", "--kv-capacity-tokens", "5000", "--block-tokens", "32",
+        "--prefill-tokens-per-s", "2000", "--decode-base-ms", "4", "--decode-per-seq-ms", "0.5",
+        "--max-batched-tokens", "1024", "--max-num-seqs", "8", "--bytes-per-token", "3.5",
+        "--fleet", "3",
+    )  # fmt: skip
+    settings = settings_from_args(args)
+    assert settings.cost_model == "batched"
+    assert (settings.kv_capacity_tokens, settings.block_tokens) == (5000, 32)
+    assert (settings.prefill_tokens_per_s, settings.bytes_per_token) == (2000, 3.5)
+    assert (settings.decode_base_ms, settings.decode_per_seq_ms) == (4, 0.5)
+    assert (settings.max_batched_tokens, settings.max_num_seqs) == (1024, 8)
+    assert args.fleet == 3
+    with pytest.raises(SystemExit):
+        _parse("--cost-model", "quadratic")
+    assert run(_parse("--fleet", "0")) == 2
+    assert run(_parse("--kv-capacity-tokens", "8")) == 2  # less than one block
+
+
+async def test_cli_fleet_prints_one_line_per_engine_and_stops_on_sigterm() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _RUN_CLI, "--port", "0", "--fleet", "2",
+        "--cost-model", "batched", "--time-scale", "0.01",
+        stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        urls = []
+        for _ in range(2):
+            line = (await asyncio.wait_for(process.stdout.readline(), timeout=20)).decode()
+            assert line.startswith("emulator listening on http://127.0.0.1:")
+            urls.append(line.split()[-1])
+        assert len(set(urls)) == 2
+        async with httpx.AsyncClient() as http:
+            for url in urls:
+                body = chat_request(max_tokens=2)
+                assert (await http.post(f"{url}/chat/completions", json=body)).status_code == 200
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(process.wait(), timeout=10) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
