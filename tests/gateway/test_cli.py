@@ -76,7 +76,7 @@ def test_check_without_config_checks_the_embedded_one(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["check"]) == 0
-    assert capsys.readouterr().out == "ok: 3 backends, 2 routes, 2 profiles\n"
+    assert capsys.readouterr().out == "ok: 3 backends, 3 routes, 3 profiles\n"
 
 
 @pytest.mark.parametrize(

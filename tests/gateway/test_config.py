@@ -377,7 +377,9 @@ def test_embedded_config_loads_and_builds() -> None:
     config = load_config(embedded_config_path())
     assert [b.kind for b in config.backends] == ["emulated"] * 3
     assert all(b.base_url is None and b.emulator is not None for b in config.backends)
-    assert [r.name for r in config.routes] == ["default", "round-robin"]
+    assert [r.name for r in config.routes] == ["default", "least-load", "round-robin"]
+    assert all(b.emulator.cost_model == "batched" for b in config.backends if b.emulator)
+    assert "cache-aware" in build_pipelines(config)
     pipelines = build_pipelines(config)
     balanced = pipelines["balanced"]
     assert [f.name for f in balanced.filters] == [
