@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
@@ -11,13 +11,14 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.api import PROXY_ROUTES, error_response, router
+from gateway.api import router
 from gateway.config import Config
 from gateway.errors import ClientError, SwitchyardError
+from gateway.proxy import ROUTES, serve_proxy
+from gateway.responses import error_response
 from gateway.service import start_gateway, stop_gateway
 
 logger = logging.getLogger("switchyard")
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 class SwitchyardApp:
@@ -33,24 +34,15 @@ class SwitchyardApp:
         self.state = api.state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "POST":
-            endpoint = PROXY_ROUTES.get(scope["path"])
-            if endpoint is not None:
-                scope["app"] = self.api
-                await _serve(endpoint, Request(scope, receive, send), send)
-                return
-        await self.api(scope, receive, send)
-
-
-async def _serve(endpoint: Endpoint, request: Request, send: Send) -> None:
-    try:
-        response = await endpoint(request)
-    except SwitchyardError as exc:
-        response = error_response(exc)
-    except Exception:
-        logger.exception("unhandled error on POST %s", request.url.path)
-        response = error_response(SwitchyardError("internal error in the gateway"))
-    await response(request.scope, request.receive, send)
+        endpoint = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        if endpoint is None:
+            await self.api(scope, receive, send)
+        elif scope["method"] == "POST":
+            await serve_proxy(self.state.gateway, endpoint, scope, receive, send)
+        else:
+            error = ClientError(f"{scope['path']} only accepts POST", code="method_not_allowed")
+            error.status = 405
+            await error_response(error, {"allow": "POST"})(scope, receive, send)
 
 
 def create_app(config: Config) -> SwitchyardApp:
@@ -71,9 +63,6 @@ def create_app(config: Config) -> SwitchyardApp:
         openapi_url="/openapi.json",
     )
     app.include_router(router)
-    # Also reachable through FastAPI (e.g. a path SwitchyardApp does not match exactly).
-    for path, endpoint in PROXY_ROUTES.items():
-        app.add_route(path, endpoint, methods=["POST"], include_in_schema=False)
     app.add_exception_handler(SwitchyardError, _on_switchyard_error)
     app.add_exception_handler(HTTPException, _on_http_exception)
     app.add_exception_handler(Exception, _on_bug)

@@ -80,7 +80,7 @@ def _ends_with_error_event(tail: bytes) -> bool:
 
 
 class RelayResponse(Response):
-    """Streams an async byte iterator; stops it (and the upstream) when the client leaves."""
+    """Streams an async byte iterator, then reports back through `on_close`."""
 
     def __init__(
         self,
@@ -102,20 +102,8 @@ class RelayResponse(Response):
         self._on_close = on_close
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        pump = asyncio.ensure_future(self._pump(send))
-        watch = asyncio.ensure_future(wait_disconnect(receive))
-        try:
-            await asyncio.wait((pump, watch), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            pump.cancel()
-            watch.cancel()
-            results = await asyncio.gather(pump, watch, return_exceptions=True)
-            self._on_close()
-        for result in results:
-            if isinstance(result, Exception):
-                raise result
-
-    async def _pump(self, send: Send) -> None:
+        # The caller's disconnect watcher cancels this task when the client leaves; the
+        # relay's own `finally` then closes the upstream request.
         try:
             await send(
                 {
@@ -131,6 +119,7 @@ class RelayResponse(Response):
             aclose = getattr(self._chunks, "aclose", None)
             if aclose is not None:
                 await aclose()
+            self._on_close()
 
 
 async def wait_disconnect(receive: Receive) -> None:

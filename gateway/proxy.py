@@ -1,0 +1,195 @@
+"""The proxy path: one OpenAI request from body to relayed response.
+
+Served straight from the ASGI entry point (no framework middleware on the hot path). Once
+the body is read, one watcher task waits for the client to disconnect and cancels the
+request, wherever it is: choosing, waiting for a backend, or relaying a stream. Every
+resource (in-flight slots, upstream connections) is released in `finally` blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from gateway.decisions import DecisionRecord
+from gateway.errors import PayloadTooLarge, SwitchyardError
+from gateway.feedback import learn, usage_from_body
+from gateway.responses import error_response
+from gateway.service import Gateway
+from gateway.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
+from gateway.wire import check_length, parse_body, traits_of, upstream_body
+from policies.base import Endpoint
+from providers.base import UpstreamRequest
+
+logger = logging.getLogger("switchyard")
+
+ROUTES: dict[str, Endpoint] = {
+    "/v1/chat/completions": "chat.completions",
+    "/v1/completions": "completions",
+    "/v1/embeddings": "embeddings",
+}
+_UPSTREAM_PATHS: dict[Endpoint, str] = {
+    "chat.completions": "/chat/completions",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+}
+
+
+async def serve_proxy(
+    gateway: Gateway, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send
+) -> None:
+    request = Request(scope, receive, send)
+    started = time.monotonic()
+    try:
+        gateway.authorize(request.headers.get("authorization"))
+        raw = await read_body(request, gateway.config.server.max_body_bytes)
+    except SwitchyardError as exc:
+        await error_response(exc)(scope, receive, send)
+        return
+    task = asyncio.current_task()
+    assert task is not None
+    left = asyncio.Event()
+
+    async def watch() -> None:
+        await wait_disconnect(receive)
+        left.set()
+        task.cancel()
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        try:
+            response = await _respond(gateway, request, endpoint, raw, started)
+        except Exception:
+            logger.exception("unhandled error on POST %s", scope["path"])
+            response = error_response(SwitchyardError("internal error in the gateway"))
+        await response(scope, receive, send)
+    except asyncio.CancelledError:
+        if not left.is_set():
+            raise
+        task.uncancel()  # the client left; nothing to answer
+    finally:
+        watcher.cancel()
+
+
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    check_length(request.headers.get("content-length"), max_bytes)
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > max_bytes:
+            raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+async def _respond(
+    gateway: Gateway, request: Request, endpoint: Endpoint, raw: bytes, started: float
+) -> Response:
+    try:
+        body, head = parse_body(raw, endpoint)
+        route = gateway.router.route(head.model)
+        traits = traits_of(endpoint, body, head, request.headers)
+        decision, work = gateway.router.decide(route, traits)
+    except SwitchyardError as exc:
+        return error_response(exc)
+    record = DecisionRecord(decision, work)
+    gateway.ring.add(record)
+    forwarded = upstream_body(raw, body, head.model, route.model)
+    upstream = UpstreamRequest(_UPSTREAM_PATHS[endpoint], forwarded, traits.stream)
+    headers = {"x-switchyard-decision": decision.id}
+    try:
+        if traits.stream:
+            return await _open_stream(gateway, record, upstream, headers, started)
+        return await _send(gateway, record, upstream, headers, started)
+    except SwitchyardError as exc:
+        _finish(gateway, record, started, exc.status, None, exc.code)
+        return error_response(exc, headers)
+    except asyncio.CancelledError:
+        _finish(gateway, record, started, 499, None, "client_disconnected")
+        raise
+
+
+async def _send(
+    gateway: Gateway,
+    record: DecisionRecord,
+    upstream: UpstreamRequest,
+    headers: dict[str, str],
+    started: float,
+) -> Response:
+    deadline = gateway.dispatcher.deadline()
+    name, response = await gateway.dispatcher.send(record, upstream, deadline)
+    headers["x-switchyard-backend"] = name
+    learn(gateway.router, gateway.state, name, record.work, usage_from_body(response.body))
+    _finish(gateway, record, started, response.status, name, None)
+    return Response(response.body, response.status, headers, response.content_type)
+
+
+async def _open_stream(
+    gateway: Gateway,
+    record: DecisionRecord,
+    upstream: UpstreamRequest,
+    headers: dict[str, str],
+    started: float,
+) -> Response:
+    deadline = gateway.dispatcher.deadline()
+    name, stream = await gateway.dispatcher.open_stream(record, upstream, deadline)
+    headers["x-switchyard-backend"] = name
+    headers["cache-control"] = "no-cache"
+    outcome = StreamOutcome()
+
+    def on_close() -> None:
+        gateway.state.decode_ended(name)
+        gateway.state.release(name)
+        if outcome.first_chunk_at is not None:
+            decode_s = outcome.last_chunk_at - outcome.first_chunk_at
+            learn(gateway.router, gateway.state, name, record.work, outcome.tap.usage(), decode_s)
+        if outcome.error is None and outcome.status == "ok":
+            gateway.state.record_success(name)
+        elif outcome.error is not None and outcome.error.retryable:
+            gateway.state.record_failure(name, outcome.status)
+        error = None if outcome.status == "ok" else outcome.status
+        _finish(gateway, record, started, 200, name, error, chunks=outcome.chunks)
+
+    return RelayResponse(
+        relay(stream, deadline, outcome),
+        media_type=stream.content_type,
+        headers=headers,
+        on_close=on_close,
+    )
+
+
+def _finish(
+    gateway: Gateway,
+    record: DecisionRecord,
+    started: float,
+    status: int,
+    served_by: str | None,
+    error: str | None,
+    *,
+    chunks: int | None = None,
+) -> None:
+    record.status = status
+    record.served_by = served_by
+    duration_ms = (time.monotonic() - started) * 1000.0
+
+    def render() -> dict[str, Any]:
+        line: dict[str, Any] = {
+            "event": "request",
+            "status": status,
+            "backend": served_by,
+            "duration_ms": round(duration_ms, 3),
+            "error": error,
+            "decision": record.to_dict(),
+        }
+        if chunks is not None:
+            line["chunks"] = chunks
+        return line
+
+    gateway.log.emit(render)
