@@ -1,0 +1,176 @@
+"""`switchyard bench replay` / `python -m bench.replay`: replay a trace through each policy."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from .fleet import EngineOptions
+from .metrics import Slo
+from .oracle import oracle_hit_ratio
+from .profiles import DEFAULT_POLICIES, PROFILES, SGLANG, Target, targets_from
+from .report import complete_row, render, write_json
+from .runner import UPSTREAM_MODEL, ReplaySettings, run_target
+from .trace import Trace, TraceError, load_trace
+
+DEFAULT_REPLAY_S = 150.0
+"""The default time scale squeezes the trace's nominal span into about this long."""
+
+
+def default_time_scale(nominal_span_s: float) -> float:
+    """min(1, DEFAULT_REPLAY_S / span), to two significant digits."""
+    if nominal_span_s <= DEFAULT_REPLAY_S:
+        return 1.0
+    raw = DEFAULT_REPLAY_S / nominal_span_s
+    digits = 1 - math.floor(math.log10(raw))
+    return round(raw, digits)
+
+
+def _positive(kind: type[float] | type[int]) -> Any:
+    def parse(text: str) -> float | int:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        return value
+
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    engine = EngineOptions()
+    parser.add_argument("--trace", required=True, type=Path, help="trace file (JSON Lines)")
+    parser.add_argument(
+        "--policies",
+        default=",".join(DEFAULT_POLICIES),
+        help=f"comma-separated: {', '.join([*PROFILES, SGLANG])} (default: %(default)s)",
+    )
+    parser.add_argument("--config", type=Path, help="also replay through this gateway config")
+    parser.add_argument("--route", default="default", help="route the trace's model maps to")
+    parser.add_argument("--limit", type=_positive(int), help="replay only the first N requests")
+    parser.add_argument(
+        "--time-scale", type=_positive(float), help="trace and engine time factor (default: auto)"
+    )
+    parser.add_argument("--send-session", action="store_true", help="send x-session-id")
+    parser.add_argument("--ttft-slo-ms", type=_positive(float), default=2000.0)
+    parser.add_argument("--tpot-slo-ms", type=_positive(float), default=60.0)
+    parser.add_argument("--fleet-size", type=_positive(int), default=engine.count)
+    parser.add_argument(
+        "--kv-capacity-tokens", type=_positive(int), default=engine.kv_capacity_tokens
+    )
+    parser.add_argument("--cost-model", default=engine.cost_model)
+    parser.add_argument(
+        "--prefill-tokens-per-s", type=_positive(float), default=engine.prefill_tokens_per_s
+    )
+    parser.add_argument("--decode-base-ms", type=_positive(float), default=engine.decode_base_ms)
+    parser.add_argument("--decode-per-seq-ms", type=float, default=engine.decode_per_seq_ms)
+    parser.add_argument("--request-timeout-s", type=_positive(float), default=900.0)
+    parser.add_argument("--json", type=Path, help="write one JSON object per policy here")
+    parser.add_argument("--logs", type=Path, help="keep process logs here (default: temp dir)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress line")
+
+
+def _engines(args: argparse.Namespace, time_scale: float) -> EngineOptions:
+    models = tuple(dict.fromkeys((UPSTREAM_MODEL, args.route)))
+    return EngineOptions(
+        count=args.fleet_size,
+        kv_capacity_tokens=args.kv_capacity_tokens,
+        cost_model=args.cost_model,
+        prefill_tokens_per_s=args.prefill_tokens_per_s,
+        decode_base_ms=args.decode_base_ms,
+        decode_per_seq_ms=args.decode_per_seq_ms,
+        time_scale=time_scale,
+        models=models,
+    )
+
+
+def parameters(
+    args: argparse.Namespace, trace: Trace, engines: EngineOptions, default_scale: bool
+) -> dict[str, Any]:
+    return {
+        "trace": str(args.trace),
+        "trace_name": trace.meta.get("name", args.trace.stem),
+        "requests": len(trace.requests),
+        "limit": args.limit,
+        "time_scale": engines.time_scale,
+        "time_scale_is_default": default_scale,
+        "route": args.route,
+        "send_session": args.send_session,
+        "ttft_slo_ms": args.ttft_slo_ms,
+        "tpot_slo_ms": args.tpot_slo_ms,
+        **engines.describe(),
+    }
+
+
+def _run_targets(targets: list[Target], settings: ReplaySettings) -> list[dict[str, Any]]:
+    rows = []
+    for target in targets:
+        rows.append(run_target(target, settings))
+    return rows
+
+
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM unwinds like Ctrl-C, so `finally` blocks stop every process by PID."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        signal.signal(signal.SIGTERM, interrupt)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay the trace through every target; prints the report; 0 unless nothing ran."""
+    _sigterm_as_interrupt()
+    try:
+        trace = load_trace(args.trace, args.limit)
+        targets = targets_from(
+            [p.strip() for p in args.policies.split(",") if p.strip()], args.config
+        )
+    except (TraceError, ValueError, OSError) as exc:
+        print(f"replay: {exc}", file=sys.stderr)
+        return 2
+    scale = args.time_scale or default_time_scale(trace.nominal_span_s())
+    engines = _engines(args, scale)
+    params = parameters(args, trace, engines, args.time_scale is None)
+    found = oracle_hit_ratio(trace)
+    oracle, params["oracle_rule"] = found.hit_ratio, found.rule
+    print(f"replay: {len(trace.requests)} requests, time scale {scale:g}, "
+          f"oracle hit ratio {oracle:.1%}", file=sys.stderr)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="switchyard-replay-") as tmp:
+        workdir = args.logs or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        settings = ReplaySettings(
+            trace=trace,
+            requests=trace.requests,
+            route=args.route,
+            engines=engines,
+            slo=Slo(args.ttft_slo_ms, args.tpot_slo_ms),
+            send_session=args.send_session,
+            request_timeout_s=args.request_timeout_s,
+            progress=not args.no_progress,
+            workdir=workdir,
+        )
+        rows = [complete_row(row, oracle, params) for row in _run_targets(targets, settings)]
+    print(render(rows, params))
+    if args.json:
+        write_json(args.json, rows)
+    return 0 if any(not row["error"] for row in rows) else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.replay", description=__doc__)
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("\nreplay: interrupted; every process it started has been stopped", file=sys.stderr)
+        return 130

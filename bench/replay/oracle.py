@@ -1,0 +1,111 @@
+"""The oracle cache-hit ratio: what one engine with an infinite prefix cache would reuse.
+
+For each request in nominal dispatch order (roots at `start`, children `after` their
+parent as if responses took no time), the longest prefix of its prompt, in the emulator's
+KV blocks, already seen in any earlier request counts as cached. No router can beat this
+on the trace: it is the ceiling for `token_cache_hit_ratio`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .trace import Trace, TraceRequest
+
+BYTES_PER_TOKEN = 4.0
+BLOCK_TOKENS = 16
+ORACLE_MODEL = "oracle"
+
+
+@dataclass(frozen=True, slots=True)
+class PromptBlocks:
+    tokens: int
+    block_ids: tuple[bytes, ...]
+
+
+def _local_render_chat(body: dict[str, Any]) -> list[bytes]:
+    """LOCAL FALLBACK of gateway/emulator/prompt_blocks.py's `render_chat`, same rule:
+    the tools JSON (sorted keys; b"" without tools), then `<|role|>\\ncontent\\n` per message."""
+    tools = body.get("tools")
+    parts = [orjson.dumps(tools, option=orjson.OPT_SORT_KEYS) if tools else b""]
+    for message in body["messages"]:
+        parts.append(f"<|{message['role']}|>\n{message['content']}\n".encode())
+    return parts
+
+
+class _LocalHasher:
+    """LOCAL FALLBACK of the emulator's `PromptHasher`: chained blake2b over fixed blocks,
+    starting from a digest of the model name; a final partial block has no id."""
+
+    def __init__(self, block_tokens: int, bytes_per_token: float) -> None:
+        self.block_tokens = block_tokens
+        self.bytes_per_token = bytes_per_token
+        self.block_bytes = max(1, round(block_tokens * bytes_per_token))
+
+    def blocks(self, model: str, parts: Sequence[bytes]) -> PromptBlocks:
+        text = b"".join(parts)
+        last = hashlib.blake2b(model.encode(), digest_size=8).digest()
+        ids = []
+        size = self.block_bytes
+        for start in range(0, len(text) - len(text) % size, size):
+            last = hashlib.blake2b(last + text[start : start + size], digest_size=8).digest()
+            ids.append(last)
+        return PromptBlocks(max(1, math.ceil(len(text) / self.bytes_per_token)), tuple(ids))
+
+
+def _emulator_rule() -> tuple[Any, Any, str]:
+    """The emulator's own rendering and hashing when present, else the local copy."""
+    try:
+        from gateway.emulator.prompt_blocks import PromptHasher, render_chat
+    except ImportError:
+        return _local_render_chat, _LocalHasher(BLOCK_TOKENS, BYTES_PER_TOKEN), "local copy"
+    hasher = PromptHasher(block_tokens=BLOCK_TOKENS, bytes_per_token=BYTES_PER_TOKEN)
+    return render_chat, hasher, "gateway.emulator.prompt_blocks"
+
+
+@dataclass(frozen=True, slots=True)
+class OracleResult:
+    hit_ratio: float
+    cached_tokens: int
+    prompt_tokens: int
+    rule: str
+    """Whose prompt-block code was used: the emulator's module or the local copy."""
+
+
+def chat_body(trace: Trace, request: TraceRequest) -> dict[str, Any]:
+    messages = [{"role": m.role, "content": trace.message_text(m)} for m in request.messages]
+    body: dict[str, Any] = {"messages": messages}
+    if request.tools is not None:
+        body["tools"] = trace.tools(request.tools)
+    return body
+
+
+def oracle_hit_ratio(trace: Trace) -> OracleResult:
+    """Σ longest-seen-prefix tokens / Σ prompt tokens, in nominal dispatch order.
+
+    As in the emulator, a prompt's last token is always computed, so only the blocks
+    before it can be hits: `(tokens - 1) // block_tokens` at most.
+    """
+    render, hasher, rule = _emulator_rule()
+    due = trace.nominal_start_s()
+    order = sorted(trace.requests, key=lambda r: (due[r.id], r.index))
+    seen: set[bytes] = set()
+    cached = total = 0
+    for request in order:
+        prompt = hasher.blocks(ORACLE_MODEL, render(chat_body(trace, request)))
+        cacheable = prompt.block_ids[: (prompt.tokens - 1) // BLOCK_TOKENS]
+        hits = 0
+        for block in cacheable:
+            if block not in seen:
+                break
+            hits += 1
+        cached += hits * BLOCK_TOKENS
+        total += prompt.tokens
+        seen.update(prompt.block_ids)
+    return OracleResult(cached / total if total else 0.0, cached, total, rule)

@@ -1,0 +1,126 @@
+"""Routing targets of a replay: gateway profiles by name, a user's config, SGLang's router.
+
+To compare another gateway policy, add an entry to `PROFILES`: the plugin list of its
+profile and any policies it declares with parameters (exactly as in a config file).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+
+@dataclass(frozen=True)
+class GatewayProfile:
+    plugins: list[dict[str, Any]]
+    policies: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _pipeline(*scorers: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"ref": "healthy-filter"}, *scorers, {"ref": "max-score-picker"}]
+
+
+PROFILES: dict[str, GatewayProfile] = {
+    "round-robin": GatewayProfile(_pipeline({"ref": "round-robin-scorer"})),
+    "least-load": GatewayProfile(_pipeline({"ref": "least-load-scorer"})),
+    # PENDING: the lead supplies the cache-aware plugin list; this placeholder names the
+    # prefix scorer the gateway is getting, so the row reports a config error until then.
+    "cache-aware": GatewayProfile(
+        _pipeline(
+            {"ref": "prefix-cache-scorer", "weight": 1.0},
+            {"ref": "least-load-scorer", "weight": 0.5},
+        )
+    ),
+}
+SGLANG = "sglang"
+DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware", SGLANG)
+
+TargetKind = Literal["profile", "config", "sglang"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One row of the report: what requests go through."""
+
+    name: str
+    kind: TargetKind
+    profile: GatewayProfile | None = None
+    config_path: Path | None = None
+
+
+def targets_from(policies: list[str], config_path: Path | None) -> list[Target]:
+    """Targets named by `--policies` (unknown names raise ValueError), then `--config`."""
+    targets = []
+    for name in policies:
+        if name == SGLANG:
+            targets.append(Target(name, "sglang"))
+        elif name in PROFILES:
+            targets.append(Target(name, "profile", profile=PROFILES[name]))
+        else:
+            known = ", ".join([*PROFILES, SGLANG])
+            raise ValueError(f"unknown policy {name!r} (known: {known})")
+    if config_path is not None:
+        targets.append(Target(f"config:{config_path.stem}", "config", config_path=config_path))
+    return targets
+
+
+@dataclass(frozen=True)
+class FleetRoute:
+    """How the gateway reaches the fleet: backend names, their URLs, the upstream model."""
+
+    route: str
+    model: str
+    backends: dict[str, str]
+    ring_size: int
+
+
+def _backends(fleet: FleetRoute) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "base_url": f"{url}/v1", "models": [fleet.model], "max_concurrency": 4096}
+        for name, url in fleet.backends.items()
+    ]
+
+
+def _server(port: int, fleet: FleetRoute) -> dict[str, Any]:
+    return {"host": "127.0.0.1", "port": port, "decision_ring_size": fleet.ring_size}
+
+
+# A replay measures routing, not failover: long deadlines, no prober traffic.
+_TIMEOUTS = {"first_token_s": 3600, "between_chunks_s": 600, "total_s": 7200}
+
+
+def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dict[str, Any]:
+    route = {"name": fleet.route, "model": fleet.model, "backends": list(fleet.backends)}
+    return {
+        "server": _server(port, fleet),
+        "timeouts": _TIMEOUTS,
+        "health": {"active_probes": False},
+        "backends": _backends(fleet),
+        "routes": [{**route, "profile": "replay"}],
+        "policies": profile.policies,
+        "profiles": [{"name": "replay", "plugins": profile.plugins}],
+    }
+
+
+def user_config(path: Path, fleet: FleetRoute, port: int) -> dict[str, Any]:
+    """A user's config with its backends replaced by the fleet.
+
+    Policies, profiles, timeouts, retry and health stay as written; the route named
+    `fleet.route` keeps its profile but serves the fleet; other routes are dropped.
+    """
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path}: not valid YAML ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping")
+    routes = [r for r in data.get("routes") or [] if isinstance(r, dict)]
+    chosen = next((r for r in routes if r.get("name") == fleet.route), None)
+    if chosen is None:
+        raise ValueError(f"{path}: no route named {fleet.route!r} (see --route)")
+    route = {**chosen, "model": fleet.model, "backends": list(fleet.backends)}
+    server = {**(data.get("server") or {}), **_server(port, fleet)}
+    return {**data, "server": server, "backends": _backends(fleet), "routes": [route]}

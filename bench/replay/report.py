@@ -1,0 +1,121 @@
+"""The replay report: Markdown tables for people, one JSON object per policy for tools."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+# Every row carries every key (None when not measured), so consumers need no guards.
+MEASURE_KEYS = (
+    "requests", "errors", "wall_s", "duration_s", "throughput_rps", "output_tokens_per_s",
+    "goodput_ratio", "goodput_rps", "prompt_tokens", "cached_tokens", "completion_tokens",
+    "token_cache_hit_ratio", "oracle_hit_ratio",
+    "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99",
+    "e2e_ms_p50", "e2e_ms_p99", "dispatch_lag_ms_p99",
+    "imbalance_requests", "imbalance_prompt_tokens", "decision_us_p50", "decision_us_p99",
+    "prefill_utilisation_mean",
+)  # fmt: skip
+
+Column = tuple[str, str, Callable[[Any], str]]
+
+
+def _num(digits: int) -> Callable[[Any], str]:
+    return lambda v: "-" if v is None else f"{v:,.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _int(value: Any) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+SUMMARY: list[Column] = [
+    ("requests", "requests", _int),
+    ("errors", "errors", _int),
+    ("token_cache_hit_ratio", "cache hit", _pct),
+    ("oracle_hit_ratio", "oracle", _pct),
+    ("goodput_ratio", "goodput", _pct),
+    ("goodput_rps", "good req/s", _num(2)),
+    ("throughput_rps", "req/s", _num(2)),
+    ("output_tokens_per_s", "out tok/s", _num(0)),
+    ("imbalance_requests", "imbalance req", _num(2)),
+    ("imbalance_prompt_tokens", "imbalance tok", _num(2)),
+    ("prefill_utilisation_mean", "prefill util", _pct),
+    ("decision_us_p50", "decision µs p50", _num(0)),
+]
+LATENCY: list[Column] = [
+    (f"{measure}_ms_p{q}", f"{label} p{q}", _num(0))
+    for measure, label, qs in (("ttft", "TTFT", (50, 90, 99)), ("tpot", "TPOT", (50, 99)))
+    for q in qs
+] + [("e2e_ms_p50", "E2E p50", _num(0)), ("e2e_ms_p99", "E2E p99", _num(0))]
+
+
+def complete_row(row: dict[str, Any], oracle: float, parameters: dict[str, Any]) -> dict[str, Any]:
+    """All measure keys, the oracle, and the run parameters, whatever the row holds."""
+    full = {"policy": row["policy"], "error": row.get("error")}
+    full.update({key: row.get(key) for key in MEASURE_KEYS})
+    full["oracle_hit_ratio"] = round(oracle, 4)
+    full.update(backends={}, engine_stats={}, error_kinds={}, notes=[])
+    extra = {k: v for k, v in row.items() if k not in MEASURE_KEYS and k != "cost_model"}
+    # The cost model the engines really ran (an older emulator falls back to linear).
+    used = {**parameters, "cost_model": row.get("cost_model", parameters.get("cost_model"))}
+    return {**full, **extra, "parameters": used}
+
+
+def table(rows: Sequence[dict[str, Any]], columns: list[Column]) -> str:
+    header = ["policy", *(label for _, label, _ in columns)]
+    lines = [_line(header), _line(["---"] * len(header))]
+    for row in rows:
+        if row.get("error"):
+            continue
+        lines.append(_line([row["policy"], *(fmt(row.get(key)) for key, _, fmt in columns)]))
+    return "\n".join(lines)
+
+
+def _line(cells: Sequence[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def render(rows: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> str:
+    """The whole text report: parameters, summary, latencies, backends, failures."""
+    out = [_parameter_line(parameters), "", table(rows, SUMMARY), ""]
+    out += ["Latency in trace-time ms (wall time / time scale):", "", table(rows, LATENCY)]
+    for row in rows:
+        if row.get("error"):
+            out += ["", f"{row['policy']}: not measured: {row['error']}"]
+            continue
+        out += ["", f"{row['policy']} per backend: {_backends(row.get('backends') or {})}"]
+        out += [f"  note: {note}" for note in row.get("notes") or []]
+        out += [f"  error x{n}: {message}" for message, n in (row.get("error_kinds") or {}).items()]
+    return "\n".join(out)
+
+
+def _parameter_line(p: dict[str, Any]) -> str:
+    return (
+        f"trace {p['trace_name']} ({p['requests']} requests), time scale {p['time_scale']:g}"
+        f"{' (default)' if p['time_scale_is_default'] else ''}, {p['fleet_size']} engines x "
+        f"{p['kv_capacity_tokens']:,} KV tokens, prefill {p['prefill_tokens_per_s']:,.0f} tok/s, "
+        f"decode {p['decode_base_ms']:g} ms + {p['decode_per_seq_ms']:g} ms/seq, "
+        f"SLO TTFT {p['ttft_slo_ms']:g} ms / TPOT {p['tpot_slo_ms']:g} ms"
+    )
+
+
+def _backends(backends: dict[str, dict[str, Any]]) -> str:
+    parts = []
+    for name, row in backends.items():
+        text = f"{name} {_int(row.get('requests'))} req"
+        if row.get("prompt_tokens") is not None:
+            text += f" {_int(row.get('prompt_tokens'))} prompt tok"
+        if row.get("prefill_utilisation") is not None:
+            text += f" prefill {_pct(row['prefill_utilisation'])}"
+        parts.append(text)
+    return "; ".join(parts) or "-"
+
+
+def write_json(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    path.write_bytes(orjson.dumps(list(rows), option=orjson.OPT_INDENT_2) + b"\n")

@@ -1,0 +1,69 @@
+"""The oracle hit ratio on a synthetic trace whose answer is worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.replay import oracle
+from bench.replay.trace import load_trace
+from tests.bench.synthetic import request, segment, write_trace
+
+
+def _block_trace(path: Path) -> Path:
+    # "<|user|>\n" + 54 characters + "\n" is 64 bytes: one message is one 16-token block,
+    # so a prompt of k messages is 16k tokens and k - 1 cacheable blocks (the last token
+    # is always computed).
+    segments = [segment(name, name * 54) for name in "abcd"]
+    user = ("user",)
+    return write_trace(
+        path,
+        [
+            *segments,
+            request("r1", ["a"], roles=user, start=0),  # 16 tok, nothing cacheable
+            request("r2", ["a"], ["b"], roles=user, parent="r1", after=1),  # t=1: a -> 16
+            request("r3", ["a"], ["b"], ["c"], roles=user, start=0.5),  # t=0.5: a -> 16
+            request("r4", ["c"], roles=user, start=2),  # 16 tok, nothing cacheable
+            request("r5", ["a"], ["b"], ["c"], ["d"], roles=user, start=3),  # a,ab,abc -> 48
+        ],
+    )
+
+
+def test_oracle_counts_longest_seen_prefix_in_nominal_order(tmp_path: Path) -> None:
+    result = oracle.oracle_hit_ratio(load_trace(_block_trace(tmp_path / "t.jsonl")))
+    assert result.prompt_tokens == 16 + 32 + 48 + 16 + 64
+    # In line order r3 would find "ab" from r2 (96 cached); r3 is due first, so 80.
+    assert result.cached_tokens == 0 + 16 + 16 + 0 + 48
+    assert result.hit_ratio == pytest.approx(80 / 176)
+
+
+def test_identical_prompts_still_compute_their_last_token(tmp_path: Path) -> None:
+    path = write_trace(
+        tmp_path / "t.jsonl",
+        [
+            segment("a", "a" * 54),
+            request("r1", ["a"], ["a"], roles=("user",), start=0),
+            request("r2", ["a"], ["a"], roles=("user",), start=1),
+        ],
+    )
+    result = oracle.oracle_hit_ratio(load_trace(path))
+    assert (result.prompt_tokens, result.cached_tokens) == (64, 16)
+
+
+def test_local_copy_matches_the_emulator_rule(tmp_path: Path) -> None:
+    """The fallback must hash exactly as gateway/emulator/prompt_blocks.py does."""
+    module = pytest.importorskip("gateway.emulator.prompt_blocks")
+    body = {
+        "tools": [{"type": "function", "function": {"name": "f", "parameters": {"b": 1, "a": 2}}}],
+        "messages": [
+            {"role": "system", "content": "x" * 500},
+            {"role": "user", "content": "é" * 77},
+        ],
+    }
+    assert oracle._local_render_chat(body) == module.render_chat(body)
+    theirs = module.PromptHasher(block_tokens=16, bytes_per_token=4.0).blocks(
+        "m", module.render_chat(body)
+    )
+    ours = oracle._LocalHasher(16, 4.0).blocks("m", oracle._local_render_chat(body))
+    assert (ours.tokens, ours.block_ids) == (theirs.tokens, theirs.block_ids)
