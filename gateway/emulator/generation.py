@@ -53,7 +53,7 @@ def generate_choices(request: GenerationRequest) -> list[ChoiceOutput]:
 
 def _one_choice(request: GenerationRequest, index: int, seed: int) -> ChoiceOutput:
     if request.tool is not None:
-        return _tool_choice(request.tool, index)
+        return _tool_choice(request.tool, index, request.max_tokens)
     if request.json_schema is not None:
         document = example_for_schema(request.json_schema)
         pieces = split_pieces(orjson.dumps(document if document is not None else {}).decode())
@@ -73,11 +73,14 @@ def _one_choice(request: GenerationRequest, index: int, seed: int) -> ChoiceOutp
     return ChoiceOutput(index=index, pieces=pieces, finish_reason=finish, completion_tokens=tokens)
 
 
-def _tool_choice(tool: ToolSpec, index: int) -> ChoiceOutput:
+def _tool_choice(tool: ToolSpec, index: int, max_tokens: int) -> ChoiceOutput:
     arguments = example_for_schema(tool.parameters)
     # A function always receives an object, even when its schema is odd or empty.
     text = orjson.dumps(arguments if isinstance(arguments, dict) else {}).decode()
     pieces = split_pieces(text)
+    # Benchmarks need exactly max_tokens of decode work: pad with whitespace, which JSON
+    # allows after the object, so the arguments still parse.
+    pieces += [" "] * max(0, max_tokens - len(pieces))
     return ChoiceOutput(
         index=index,
         pieces=pieces,

@@ -139,6 +139,14 @@ async def test_tool_call(client: httpx.AsyncClient) -> None:
     assert body["usage"]["completion_tokens"] >= 1
 
 
+async def test_tool_call_produces_exactly_max_tokens(client: httpx.AsyncClient) -> None:
+    request = chat_request(tools=[WEATHER_TOOL], max_tokens=120)
+    body = (await client.post("/chat/completions", json=request)).json()
+    assert body["usage"]["completion_tokens"] == 120
+    (call,) = body["choices"][0]["message"]["tool_calls"]
+    assert isinstance(orjson.loads(call["function"]["arguments"]), dict)
+
+
 async def test_tool_choice_names_the_function(client: httpx.AsyncClient) -> None:
     named = {"type": "function", "function": {"name": "get_time"}}
     request = chat_request(tools=[WEATHER_TOOL, TIME_TOOL], tool_choice=named)
