@@ -68,6 +68,18 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    # The benchmarks live in the repository's bench/ package, next to the sources.
+    rest = list(args.bench_args)
+    if args.bench_name == "replay":
+        from bench.replay.cli import main as replay_main
+
+        return replay_main(rest)
+    from bench.overhead import main as overhead_main
+
+    return overhead_main(rest)
+
+
 def _emulate(args: argparse.Namespace) -> int:
     from gateway.emulator import cli as emulator_cli
 
@@ -107,6 +119,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--header", action="append", default=[], type=_header, help="NAME=VALUE, repeatable"
     )
     explain.set_defaults(func=_explain)
+
+    bench = sub.add_parser(
+        "bench",
+        help="run a benchmark: replay (trace replay, routing quality) or overhead",
+        description="Arguments after the benchmark's name go to it; see `switchyard bench "
+        "replay --help`.",
+    )
+    bench.add_argument("bench_name", choices=["replay", "overhead"])
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.set_defaults(func=_bench)
 
     from gateway.emulator import cli as emulator_cli
 

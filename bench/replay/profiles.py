@@ -26,13 +26,17 @@ def _pipeline(*scorers: dict[str, Any]) -> list[dict[str, Any]]:
 PROFILES: dict[str, GatewayProfile] = {
     "round-robin": GatewayProfile(_pipeline({"ref": "round-robin-scorer"})),
     "least-load": GatewayProfile(_pipeline({"ref": "least-load-scorer"})),
-    # PENDING: the lead supplies the cache-aware plugin list; this placeholder names the
-    # prefix scorer the gateway is getting, so the row reports a config error until then.
+    # The embedded default's cache-aware profile (gateway/examples/embedded.yaml).
     "cache-aware": GatewayProfile(
-        _pipeline(
+        [
+            {"ref": "healthy-filter"},
+            {"ref": "bounded-load-filter"},
+            {"ref": "sla-filter"},
+            {"ref": "kv-cost-scorer", "weight": 3.0},
             {"ref": "prefix-cache-scorer", "weight": 1.0},
-            {"ref": "least-load-scorer", "weight": 0.5},
-        )
+            {"ref": "load-scorer", "weight": 1.0},
+            {"ref": "max-score-picker"},
+        ]
     ),
 }
 SGLANG = "sglang"
@@ -75,11 +79,19 @@ class FleetRoute:
     model: str
     backends: dict[str, str]
     ring_size: int
+    cache: dict[str, Any] = field(default_factory=dict)
+    """The backends' `cache` section: what the gateway may assume about the engines."""
 
 
 def _backends(fleet: FleetRoute) -> list[dict[str, Any]]:
     return [
-        {"name": name, "base_url": f"{url}/v1", "models": [fleet.model], "max_concurrency": 4096}
+        {
+            "name": name,
+            "base_url": f"{url}/v1",
+            "models": [fleet.model],
+            "max_concurrency": 4096,
+            "cache": fleet.cache,
+        }
         for name, url in fleet.backends.items()
     ]
 

@@ -110,7 +110,16 @@ def start_router(target: Target, engine_urls: list[str], settings: ReplaySetting
         return Router(f"http://127.0.0.1:{port}", server, names, is_gateway=False, notes=(note,))
     port = free_port()
     ring_size = max(4096, len(settings.requests))  # every decision still there at the end
-    fleet = FleetRoute(settings.route, UPSTREAM_MODEL, {n: u for u, n in names.items()}, ring_size)
+    engines = settings.engines
+    scale = engines.time_scale or 1.0
+    # The engines' true speeds, in the wall-clock units the gateway observes.
+    cache = {
+        "capacity_tokens": engines.kv_capacity_tokens,
+        "prefill_tokens_per_s": engines.prefill_tokens_per_s / scale,
+        "tpot_ms": engines.decode_base_ms * scale,
+    }
+    backends = {n: u for u, n in names.items()}
+    fleet = FleetRoute(settings.route, UPSTREAM_MODEL, backends, ring_size, cache)
     if target.kind == "config":
         assert target.config_path is not None
         config = user_config(target.config_path, fleet, port)
