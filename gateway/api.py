@@ -1,4 +1,4 @@
-"""HTTP handlers besides the proxy: models, health, readiness, decisions, backends."""
+"""HTTP handlers besides the proxy: models, health, readiness, decisions, backends, state."""
 
 from __future__ import annotations
 
@@ -63,3 +63,10 @@ async def get_backends(request: Request) -> Response:
     gateway = _gateway(request)
     gateway.authorize(request.headers.get("authorization"))
     return json_response({"backends": gateway.state.describe()})
+
+
+@router.get("/v1/switchyard/state")
+async def get_state(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    return json_response(gateway.sync_status())

@@ -166,6 +166,35 @@ class ServerConfig(_Strict):
     )
 
 
+class StateConfig(_Strict):
+    """Where routing state lives: this process only, or shared by replicas through Redis.
+
+    With `redis`, each replica still routes on its own in-process state; a background task
+    publishes its prefix inserts and load counters and folds in the other replicas'.
+    """
+
+    backend: Literal["local", "redis"] = "local"
+    redis_url: str = Field(
+        "redis://127.0.0.1:6379/0",
+        pattern=r"^(redis|rediss|unix)://",
+        description="Credentials may be in the URL; logs show it without them.",
+    )
+    namespace: str = Field(
+        "switchyard", min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$", description="Key prefix."
+    )
+    publish_interval_ms: float = Field(100.0, ge=5, description="Sync period.")
+    queue_size: int = Field(10_000, ge=1, description="Prefix inserts waiting to be published.")
+    load_ttl_s: float = Field(2.0, gt=0, description="A silent replica's load expires after it.")
+    command_timeout_ms: float = Field(500.0, gt=0, description="Connect and command timeout.")
+    reconnect_max_s: float = Field(5.0, gt=0, description="Cap on the reconnect back-off.")
+
+    @model_validator(mode="after")
+    def _check_ttl(self) -> StateConfig:
+        if self.load_ttl_s * 1000 < 2 * self.publish_interval_ms:
+            raise ValueError("load_ttl_s: must be at least twice publish_interval_ms")
+        return self
+
+
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
     timeouts: TimeoutsConfig = TimeoutsConfig()
@@ -175,6 +204,7 @@ class Config(_Strict):
     routes: list[RouteConfig] = Field(min_length=1)
     policies: list[PolicyConfig] = Field(default_factory=list)
     profiles: list[ProfileConfig] = Field(min_length=1)
+    state: StateConfig = StateConfig()
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:

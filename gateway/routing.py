@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,8 @@ class Router:
             if b.cache.capacity_tokens > 0
         }
         self.index = PrefixIndex(specs)
+        self.on_insert: Callable[[str, Sequence[bytes]], None] | None = None
+        """Called after each local insert (cache group, blocks); must not block."""
 
     @property
     def routes(self) -> Mapping[str, RouteConfig]:
@@ -117,6 +119,8 @@ class Router:
         group = self._group[backend]
         if work.fingerprint is not None and self.index.tracks(group):
             self.index.insert(group, work.fingerprint.blocks)
+            if self.on_insert is not None:
+                self.on_insert(group, work.fingerprint.blocks)
 
     def correct(self, backend: str, work: PromptWork, reported_cached: int) -> None:
         """Calibrate the assumed cache size from what the engine says it had cached.

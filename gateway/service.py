@@ -13,6 +13,7 @@ from gateway.decisions import DecisionRing
 from gateway.dispatch import Dispatcher
 from gateway.emulator import EmulatorServer, EmulatorSettings
 from gateway.errors import Unauthorized
+from gateway.fleet_sync import RedisFleetSync
 from gateway.request_log import RequestLog
 from gateway.routing import Router
 from gateway.state import FleetState
@@ -33,6 +34,7 @@ class Gateway:
     providers: dict[str, Provider]
     emulators: list[EmulatorServer] = field(default_factory=list)
     client_keys: frozenset[str] = frozenset()
+    sync: RedisFleetSync | None = None
     _probe_task: asyncio.Task[None] | None = None
 
     def authorize(self, authorization: str | None) -> None:
@@ -42,11 +44,18 @@ class Gateway:
         if scheme.lower() != "bearer" or token.strip() not in self.client_keys:
             raise Unauthorized("missing or invalid API key for this gateway")
 
+    def sync_status(self) -> dict[str, object]:
+        """How this replica shares routing state (`local`: it does not)."""
+        return self.sync.status() if self.sync is not None else {"sync": "local"}
+
 
 async def start_gateway(config: Config) -> Gateway:
     """Start emulated engines, open provider pools and the log writer."""
     keys = client_keys(config.server.api_keys_env)
     pipelines = build_pipelines(config)
+    state = FleetState(config.backends, config.health)
+    router = Router(config, state, pipelines)
+    sync = _fleet_sync(config, state, router)
     emulators: list[EmulatorServer] = []
     providers: dict[str, Provider] = {}
     try:
@@ -56,8 +65,6 @@ async def start_gateway(config: Config) -> Gateway:
     except BaseException:
         await _close_all(providers, emulators)
         raise
-    state = FleetState(config.backends, config.health)
-    router = Router(config, state, pipelines)
     log = RequestLog(config.server.log_queue_size)
     log.start()
     gateway = Gateway(
@@ -70,19 +77,33 @@ async def start_gateway(config: Config) -> Gateway:
         providers=providers,
         emulators=emulators,
         client_keys=keys,
+        sync=sync,
     )
+    if sync is not None:
+        sync.start()
     if config.health.active_probes:
         gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
     return gateway
 
 
 async def stop_gateway(gateway: Gateway) -> None:
+    if gateway.sync is not None:
+        await gateway.sync.stop()
     if gateway._probe_task is not None:
         gateway._probe_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await gateway._probe_task
     await _close_all(gateway.providers, gateway.emulators)
     gateway.log.stop()
+
+
+def _fleet_sync(config: Config, state: FleetState, router: Router) -> RedisFleetSync | None:
+    """With `state.backend: redis`, share prefix inserts and load with other replicas."""
+    if config.state.backend != "redis":
+        return None
+    sync = RedisFleetSync(config.state, state, router.index)
+    router.on_insert = sync.enqueue
+    return sync
 
 
 async def _start_emulator(backend: BackendConfig, emulators: list[EmulatorServer]) -> str:

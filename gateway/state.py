@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gateway.config import BackendConfig, HealthConfig
@@ -19,6 +19,8 @@ class _BackendState:
     in_flight: int = 0
     queued_prefill_tokens: int = 0
     decoding: int = 0
+    remote: tuple[int, int, int] = (0, 0, 0)
+    """Other gateway replicas' (in_flight, queued_prefill_tokens, decoding) here."""
     consecutive_failures: int = 0
     ejections: int = 0
     ejected_until: float = 0.0
@@ -63,16 +65,17 @@ class FleetState:
     def _view(self, state: _BackendState, now: float) -> BackendView:
         healthy, reason = self._health_of(state, now)
         cfg = state.config
+        in_flight, queued, decoding = state.remote
         return BackendView(
             name=cfg.name,
             kind=cfg.kind,
             models=frozenset(cfg.models),
             healthy=healthy,
-            in_flight=state.in_flight,
+            in_flight=state.in_flight + in_flight,
             max_concurrency=cfg.max_concurrency,
             health_reason=reason,
-            queued_prefill_tokens=state.queued_prefill_tokens,
-            decoding=state.decoding,
+            queued_prefill_tokens=state.queued_prefill_tokens + queued,
+            decoding=state.decoding + decoding,
             prefill_tokens_per_s=state.estimates.prefill_tokens_per_s,
             tpot_ms=state.estimates.tpot_ms,
             network_ms=state.estimates.network_ms,
@@ -89,7 +92,8 @@ class FleetState:
     def acquire(self, name: str, uncached_tokens: int = 0) -> bool:
         """Count a request dispatched here; True if its prefill queue was empty."""
         state = self._backends[name]
-        queue_was_empty = state.queued_prefill_tokens == 0
+        # Other replicas' queued prefill delays this request too (as last published).
+        queue_was_empty = state.queued_prefill_tokens + state.remote[1] == 0
         state.in_flight += 1
         state.requests += 1
         state.queued_prefill_tokens += uncached_tokens
@@ -113,7 +117,20 @@ class FleetState:
 
     def at_capacity(self, name: str) -> bool:
         state = self._backends[name]
-        return state.in_flight >= state.config.max_concurrency
+        return state.in_flight + state.remote[0] >= state.config.max_concurrency
+
+    def local_load(self) -> dict[str, tuple[int, int, int]]:
+        """This replica's own (in_flight, queued_prefill_tokens, decoding) per backend."""
+        return {
+            name: (s.in_flight, s.queued_prefill_tokens, s.decoding)
+            for name, s in self._backends.items()
+        }
+
+    def set_remote(self, load: Mapping[str, tuple[int, int, int]]) -> None:
+        """Other replicas' summed load; views (what policies read) add it to the local
+        counts. A backend this replica does not know is ignored; one missing gets zeros."""
+        for name, state in self._backends.items():
+            state.remote = load.get(name, (0, 0, 0))
 
     def in_flight(self, name: str) -> int:
         return self._backends[name].in_flight
@@ -169,6 +186,9 @@ class FleetState:
                     "in_flight": state.in_flight,
                     "queued_prefill_tokens": state.queued_prefill_tokens,
                     "decoding": state.decoding,
+                    "remote_in_flight": state.remote[0],
+                    "remote_queued_prefill_tokens": state.remote[1],
+                    "remote_decoding": state.remote[2],
                     "prefill_tokens_per_s": round(state.estimates.prefill_tokens_per_s, 1),
                     "tpot_ms": round(state.estimates.tpot_ms, 3),
                     "max_concurrency": state.config.max_concurrency,
