@@ -1,0 +1,1 @@
+"""Synthetic traces in the replay format (../shared/workloads/FORMAT.md)."""
