@@ -69,4 +69,15 @@ async def get_backends(request: Request) -> Response:
 async def get_state(request: Request) -> Response:
     gateway = _gateway(request)
     gateway.authorize(request.headers.get("authorization"))
-    return json_response(gateway.sync_status())
+    fingerprints = gateway.router.fingerprinter
+    return json_response(
+        {
+            **gateway.sync_status(),
+            "prefix_index": gateway.router.index.describe(),
+            "fingerprint_cache": {
+                "entries": len(fingerprints),
+                "hits": fingerprints.hits,
+                "misses": fingerprints.misses,
+            },
+        }
+    )

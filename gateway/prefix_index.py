@@ -99,6 +99,22 @@ class PrefixIndex:
     def blocks_held(self, name: str) -> int:
         return len(self._lru[name])
 
+    def describe(self) -> dict[str, object]:
+        """Per backend: blocks held and the capacity currently assumed; memory estimate."""
+        return {
+            "block_bytes": BLOCK_BYTES,
+            "memory_bytes": self.memory_bytes(),
+            "backends": {
+                name: {
+                    "blocks_held": len(self._lru[name]),
+                    "capacity_blocks": self._capacity[name],
+                    "configured_capacity_blocks": spec.capacity_blocks,
+                    "ttl_s": spec.ttl_s,
+                }
+                for name, spec in self._specs.items()
+            },
+        }
+
     def memory_bytes(self) -> int:
         return _BYTES_PER_ENTRY * sum(len(lru) for lru in self._lru.values())
 

@@ -89,3 +89,20 @@ async def test_sla_headers_must_be_numbers(
         "/v1/chat/completions", json=chat("x"), headers={"x-switchyard-ttft-ms": "500"}
     )
     assert ok.status_code == 200
+
+
+async def test_state_reports_index_bounds_and_memory(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    engine = await start_emulator(cost_model="batched", time_scale=0.01)
+    config = make_config({"only": engine.base_url})
+    config["backends"][0]["cache"] = {"capacity_tokens": 4096, "ttl_s": 60}
+    gw = await start_gateway(config)
+    for i in range(20):  # far more prompt than the assumed cache holds
+        await gw.client.post("/v1/chat/completions", json=chat(f"question {i} " * 200))
+    state = (await gw.client.get("/v1/switchyard/state")).json()
+    index = state["prefix_index"]["backends"]["only"]
+    assert index["configured_capacity_blocks"] == 4096 * 4 // 256
+    assert 0 < index["blocks_held"] <= index["capacity_blocks"]
+    assert state["prefix_index"]["memory_bytes"] > 0
+    assert state["fingerprint_cache"]["entries"] > 0
