@@ -346,7 +346,7 @@ async def test_the_local_default_reports_local(
 ) -> None:
     engine = await start_emulator()
     gw = await start_gateway(make_config({"only": engine.base_url}))
-    assert await status(gw) == {"sync": "local"}
+    assert (await status(gw))["sync"] == "local"
     assert gw.gateway.sync is None
 
 
