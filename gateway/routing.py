@@ -25,7 +25,6 @@ class RequestTraits:
     endpoint: Endpoint
     stream: bool
     session_key: str | None = None
-    prompt_chars: int = 0
     max_tokens: int | None = None
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
@@ -99,7 +98,6 @@ class Router:
             session_key=traits.session_key,
             seq=self._state.next_seq(route.name),
             rng_seed=int.from_bytes(raw_id, "big"),
-            prompt_chars=traits.prompt_chars,
             prompt_tokens=work.prompt_tokens,
             max_tokens=traits.max_tokens,
             ttft_slo_ms=traits.ttft_slo_ms or route.sla.ttft_ms,

@@ -87,20 +87,6 @@ def check_length(content_length: str | None, max_bytes: int) -> None:
         raise PayloadTooLarge(f"request body of {size} bytes exceeds the limit of {max_bytes}")
 
 
-def prompt_chars(head: _Head) -> int:
-    """A cheap size estimate of the prompt, for policies that weigh work."""
-    if isinstance(head, ChatHead):
-        total = 0
-        for message in head.messages:
-            content = (message.model_extra or {}).get("content")
-            if isinstance(content, str):
-                total += len(content)
-        return total
-    if isinstance(head, CompletionHead) and isinstance(head.prompt, str):
-        return len(head.prompt)
-    return 0
-
-
 def traits_of(
     endpoint: Endpoint, body: dict[str, Any], head: _Head, headers: Mapping[str, str]
 ) -> RequestTraits:
@@ -116,7 +102,6 @@ def traits_of(
         endpoint=endpoint,
         stream=stream,
         session_key=headers.get("x-session-id") or head.user,
-        prompt_chars=prompt_chars(head),
         max_tokens=max_tokens,
         ttft_slo_ms=slo_header(headers.get("x-switchyard-ttft-ms"), "x-switchyard-ttft-ms"),
         tpot_slo_ms=slo_header(headers.get("x-switchyard-tpot-ms"), "x-switchyard-tpot-ms"),

@@ -54,7 +54,6 @@ class RequestInfo:
     """Per-route request counter; lets rotation policies stay pure."""
     rng_seed: int
     """Per-request seed; randomised policies derive their randomness from it."""
-    prompt_chars: int = 0
     prompt_tokens: int = 0
     """Prompt tokens (tiktoken count, or an estimate), tools included."""
     max_tokens: int | None = None
