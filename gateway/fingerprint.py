@@ -37,7 +37,7 @@ class Fingerprint:
     prompt_bytes: int
 
     def tokens_in(self, n_blocks: int) -> int:
-        """Tokens covered by the first `n_blocks` blocks (pro rata by bytes)."""
+        """Tokens covered by the first `n_blocks` blocks (pro rata by rendered bytes)."""
         if not self.prompt_bytes:
             return 0
         covered = min(n_blocks * BLOCK_BYTES, self.prompt_bytes)
@@ -46,12 +46,14 @@ class Fingerprint:
 
 @dataclass(frozen=True, slots=True)
 class _Chain:
-    """Hash chain state after a message: last block id and the bytes not yet in a block."""
+    """Hash chain state after a message: last block id and the bytes not yet in a block;
+    the message's own blocks, tokens and rendered bytes (separators included)."""
 
     last: bytes
     pending: bytes
     blocks: tuple[bytes, ...]
     tokens: int
+    rendered_bytes: int
 
 
 class Fingerprinter:
@@ -79,7 +81,7 @@ class Fingerprinter:
 
     def _fingerprint(self, salt: str, parts: list[tuple[bytes | str, ...]]) -> Fingerprint:
         root = salt.encode()
-        chain = _Chain(hashlib.blake2b(root, digest_size=8).digest(), b"", (), 0)
+        chain = _Chain(hashlib.blake2b(root, digest_size=8).digest(), b"", (), 0, 0)
         key = hash(root)
         blocks: list[bytes] = []
         tokens = 0
@@ -90,7 +92,7 @@ class Fingerprinter:
             chain = self._extend(key, chain, part, budget)
             blocks.extend(chain.blocks)
             tokens += chain.tokens
-            total_bytes += sum(len(p) for p in part)
+            total_bytes += chain.rendered_bytes
         return Fingerprint(tuple(blocks), tokens, total_bytes)
 
     def _extend(
@@ -110,7 +112,8 @@ class Fingerprinter:
             last = hashlib.blake2b(last + data[start : start + BLOCK_BYTES], digest_size=8).digest()
             blocks.append(last)
         tokens = sum(self._count(p if isinstance(p, str) else p.decode(), budget) for p in part)
-        chain = _Chain(last, data[full:], tuple(blocks), tokens)
+        rendered = len(data) - len(previous.pending)
+        chain = _Chain(last, data[full:], tuple(blocks), tokens, rendered)
         self._cache[key] = chain
         if len(self._cache) > self._max_cached:
             self._cache.popitem(last=False)

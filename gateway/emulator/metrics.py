@@ -56,14 +56,14 @@ _METRICS: tuple[tuple[str, str, str, str], ...] = (
     (
         "vllm:gpu_cache_usage_perc",
         "gauge",
-        "KV cache used by running sequences and cached prefixes, 1 = full.",
-        "kv_cache_usage",
+        "KV cache held by running sequences (not evictable), 1 = full: vLLM's meaning.",
+        "kv_cache_held",
     ),
     (
-        "emulator:kv_cache_held_perc",
+        "emulator:kv_cache_usage_perc",
         "gauge",
-        "KV cache held by running sequences (not evictable), 1 = full.",
-        "kv_cache_held",
+        "KV cache used by running sequences and cached prefixes, 1 = full.",
+        "kv_cache_usage",
     ),
     (
         "vllm:prefix_cache_queries_total",

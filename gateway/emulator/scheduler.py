@@ -1,10 +1,15 @@
 """Continuous batching: one loop per engine runs steps of chunked prefill and decode.
 
-Each step admits waiting sequences first come, first served while the KV cache and
-``max_num_seqs`` allow, prefills up to ``max_batched_tokens`` prompt tokens of admitted
-sequences (in admission order) and decodes one token for every sequence whose prefill
-finished earlier. The step lasts ``prefill / prefill_tokens_per_s`` plus, when anything
-decodes, ``decode_base_ms + decode_per_seq_ms * decoding``; then its tokens are delivered.
+Each step, as in vLLM's scheduler, first gives running sequences their prefill chunks
+(in admission order) out of ``max_batched_tokens``, then admits waiting sequences first
+come, first served while that token budget, the KV cache and ``max_num_seqs`` allow. A
+sequence looks up the prefix cache when it is admitted, i.e. when it starts prefilling,
+so one queued behind another with the same prefix hits the blocks the first computed.
+As in SGLang's in-batch prefix caching, a waiting sequence whose next uncached block is
+being computed by a running one is passed over until that block is done, rather than
+computing it twice. Every sequence whose prefill finished earlier decodes one token.
+The step lasts ``prefill / prefill_tokens_per_s`` plus, when anything decodes,
+``decode_base_ms + decode_per_seq_ms * decoding``; then its tokens are delivered.
 
 Unlike vLLM, a sequence reserves KV for its whole output on admission, so it is never
 preempted; and decodes do not count against ``max_batched_tokens``.
@@ -165,6 +170,7 @@ class BatchScheduler:
         self._waiting: deque[EngineSequence] = deque()
         self._running: list[EngineSequence] = []
         self._running_width = 0
+        self._pending: dict[bytes, int] = {}  # block id -> running sequences computing it
         self._finished_some = False
         self._deadline = 0.0
         self._task: asyncio.Task[None] | None = None
@@ -233,8 +239,8 @@ class BatchScheduler:
             self._task = None
 
     async def _step(self) -> None:
-        self._admit()
-        prefills, decoders = self._plan()
+        prefills, decoders, budget = self._plan()
+        self._admit(prefills, budget)
         if not prefills and not decoders:
             # Nothing runs, yet the head cannot start: only a cache accounting bug gets
             # here; dropping the head beats spinning forever.
@@ -246,20 +252,28 @@ class BatchScheduler:
         self._record(duration, prefill_tokens)
         self._apply(prefills, decoders)
 
-    def _admit(self) -> None:
+    def _admit(self, prefills: list[PrefillChunk], budget: int) -> None:
+        """Start waiting sequences while the step has prefill budget, KV and batch room."""
         waiting, limit = self._waiting, self.params.max_num_seqs
         block_tokens = self.params.block_tokens
-        while waiting:
-            sequence = waiting[0]
+        index = 0
+        while budget and index < len(waiting):
+            sequence = waiting[index]
             if self._running and self._running_width + sequence.width > limit:
                 return
-            allocation = self.cache.allocate(
-                sequence.cacheable_ids(block_tokens), sequence.kv_blocks(block_tokens)
-            )
+            cacheable = sequence.cacheable_ids(block_tokens)
+            hits = self.cache.prefix_hits(cacheable)
+            if hits < len(cacheable) and cacheable[hits] in self._pending:
+                index += 1  # its prefix is being computed: it will hit once that is done
+                continue
+            allocation = self.cache.allocate(cacheable, sequence.kv_blocks(block_tokens))
             if allocation is None:
                 return  # head-of-line blocking, as in vLLM's waiting queue
-            waiting.popleft()
+            del waiting[index]
             self._start(sequence, allocation)
+            chunk = min(sequence.prompt_tokens - sequence.computed, budget)
+            prefills.append((sequence, chunk))
+            budget -= chunk
 
     def _start(self, sequence: EngineSequence, allocation: Allocation) -> None:
         cached = allocation.hits * self.params.block_tokens
@@ -267,6 +281,7 @@ class BatchScheduler:
         sequence.allocation = allocation
         sequence.cached_tokens = sequence.computed = cached
         sequence._committed = allocation.hits
+        self._mark_pending(sequence, +1)
         self._running.append(sequence)
         self._running_width += sequence.width
         counters = self.counters
@@ -274,8 +289,8 @@ class BatchScheduler:
         counters.prefix_cache_queries += sequence.prompt_tokens
         counters.prefix_cache_hits += cached
 
-    def _plan(self) -> tuple[list[PrefillChunk], list[EngineSequence]]:
-        """(sequence, prompt tokens) to prefill this step, and the sequences to decode."""
+    def _plan(self) -> tuple[list[PrefillChunk], list[EngineSequence], int]:
+        """Running sequences' prefill chunks, those to decode, and the token budget left."""
         budget = self.params.max_batched_tokens
         prefills: list[PrefillChunk] = []
         decoders: list[EngineSequence] = []
@@ -287,7 +302,17 @@ class BatchScheduler:
                 chunk = min(left, budget)
                 prefills.append((sequence, chunk))
                 budget -= chunk
-        return prefills, decoders
+        return prefills, decoders, budget
+
+    def _mark_pending(self, sequence: EngineSequence, delta: int) -> None:
+        """Count (or uncount) the blocks ``sequence`` has yet to compute as pending."""
+        pending = self._pending
+        for block_id in sequence.block_ids[sequence._committed :]:
+            count = pending.get(block_id, 0) + delta
+            if count > 0:
+                pending[block_id] = count
+            else:
+                pending.pop(block_id, None)
 
     async def _sleep_step(self, duration: float) -> None:
         now = self._clock.now()
@@ -323,8 +348,15 @@ class BatchScheduler:
         ready = len(ids)
         if sequence.computed < sequence.prompt_tokens:
             ready = min(ready, sequence.computed // self.params.block_tokens)
+        pending = self._pending
         for index in range(sequence._committed, ready):
-            self.cache.commit(allocation, ids[index])
+            block_id = ids[index]
+            self.cache.commit(allocation, block_id)
+            count = pending.get(block_id, 0) - 1
+            if count > 0:
+                pending[block_id] = count
+            else:
+                pending.pop(block_id, None)
         sequence._committed = max(sequence._committed, ready)
 
     def _emit(self, sequence: EngineSequence) -> None:
@@ -338,5 +370,6 @@ class BatchScheduler:
 
     def _release(self, sequence: EngineSequence) -> None:
         if sequence.allocation is not None:
+            self._mark_pending(sequence, -1)
             self.cache.release(sequence.allocation)
         self._running_width -= sequence.width

@@ -144,8 +144,8 @@ async def test_metrics_parse_as_prometheus_text(
         assert (
             0 < samples["vllm:prefix_cache_hits_total"] < samples["vllm:prefix_cache_queries_total"]
         )
-        assert 0 < samples["vllm:gpu_cache_usage_perc"] < 1
-        assert samples["emulator:kv_cache_held_perc"] == 0  # all finished: only cached
+        assert 0 < samples["emulator:kv_cache_usage_perc"] < 1
+        assert samples["vllm:gpu_cache_usage_perc"] == 0  # all finished: only cached
         assert samples["emulator:steps_total"] >= 16
 
 

@@ -188,3 +188,43 @@ async def test_a_sequence_larger_than_the_cache_is_refused() -> None:
     with pytest.raises(ValueError):
         scheduler.submit(fitting)
     await fitting.wait_for(10)
+
+
+async def test_a_queued_sequence_looks_up_the_cache_when_it_starts() -> None:
+    # The second prompt does not fit this step's token budget beside the first, so it
+    # starts a step later, when the first one's blocks are computed.
+    scheduler, _ = _engine(max_batched_tokens=2048)
+    first, second = (EngineSequence(_prompt(2000, "same"), 2) for _ in range(2))
+    scheduler.submit(first)
+    scheduler.submit(second)
+    await second.wait_for(2)
+    assert (first.cached_tokens, second.cached_tokens) == (0, 1984)
+
+
+async def test_identical_prompts_arriving_together_are_computed_once() -> None:
+    scheduler, clock = _engine()
+    burst = [EngineSequence(_prompt(2048, "shared"), 2) for _ in range(8)]
+    other = EngineSequence(_prompt(512, "other"), 2)
+    for sequence in [*burst, other]:
+        scheduler.submit(sequence)
+    await other.wait_for(1)
+    # The other prompt is not held up behind the followers waiting for the shared blocks.
+    assert clock.now() == pytest.approx((2048 + 512) / 10_000)
+    for sequence in burst:
+        await sequence.wait_for(2)
+    assert [sequence.cached_tokens for sequence in burst] == [0] + [2032] * 7
+    counters = scheduler.counters
+    assert counters.prefix_cache_hits == 7 * 2032
+
+
+async def test_cancelling_the_sequence_computing_a_prefix_releases_its_followers() -> None:
+    scheduler, _ = _engine(max_batched_tokens=512)
+    leader, follower = (EngineSequence(_prompt(4096, "shared"), 2) for _ in range(2))
+    scheduler.submit(leader)
+    scheduler.submit(follower)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    scheduler.cancel(leader)
+    await follower.wait_for(2)
+    assert follower.state == "finished"
+    assert scheduler.cache.pinned_blocks == 0

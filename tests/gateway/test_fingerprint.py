@@ -91,3 +91,15 @@ def test_counter_never_needs_the_network() -> None:
     assert counter.count("") == 0
     assert counter.count("hello world") >= 1
     assert estimate(400) == 100
+
+
+@pytest.mark.parametrize("text", ["ascii only text. " * 80, "日本語のテキスト。" * 120, "é" * 1500])
+def test_blocks_cover_the_rendered_bytes(counter: TokenCounter, text: str) -> None:
+    fp = Fingerprinter(counter)
+    got = fp.chat("m", [{"role": "system", "content": text}, {"role": "user", "content": "hi"}])
+    # Every full block is counted in bytes, so the blocks cover at most the whole prompt
+    # and all of it but the last partial block, whatever the script.
+    assert len(got.blocks) == got.prompt_bytes // BLOCK_BYTES
+    assert got.prompt_bytes >= len(text.encode())
+    assert got.tokens_in(len(got.blocks)) <= got.prompt_tokens
+    assert got.tokens_in(len(got.blocks) + 1) == got.prompt_tokens
