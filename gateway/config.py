@@ -91,6 +91,43 @@ class CacheConfig(_Strict):
     tpot_ms: float = Field(20.0, gt=0, description="Prior for time per output token.")
 
 
+ENGINE_KINDS: frozenset[str] = frozenset({"vllm", "sglang", "llama-cpp", "emulated"})
+"""Kinds whose metrics endpoint is known: `/metrics` at the base URL's origin."""
+
+
+class MetricsConfig(_Strict):
+    """Polling the engine's Prometheus endpoint for its own running/waiting/KV numbers."""
+
+    enabled: bool = True
+    url: str | None = Field(
+        None, pattern=r"^https?://", description="Full URL; default: base_url's origin + path."
+    )
+    path: str = Field("/metrics", pattern=r"^/", description="Used when url is not set.")
+    interval_s: float = Field(1.0, ge=0.05, description="Time between two scrapes.")
+    timeout_s: float = Field(0.5, gt=0, description="Whole scrape: connect, status, body.")
+    stale_after_s: float = Field(
+        5.0, gt=0, description="A reading older than this is ignored by policies."
+    )
+    max_body_bytes: int = Field(
+        1024 * 1024, ge=1024, description="Larger responses fail the scrape."
+    )
+
+    @model_validator(mode="after")
+    def _check_timing(self) -> MetricsConfig:
+        if self.url is not None and "path" in self.model_fields_set:
+            raise ValueError("path: set url or path, not both")
+        if self.stale_after_s < 2 * self.interval_s:
+            raise ValueError("stale_after_s: must be at least twice interval_s")
+        if self.timeout_s > self.stale_after_s:
+            raise ValueError("timeout_s: must not exceed stale_after_s")
+        return self
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the address was given, not derived from the backend's kind."""
+        return self.url is not None or "path" in self.model_fields_set
+
+
 class SlaConfig(_Strict):
     """Targets a request should meet; headers x-switchyard-ttft-ms / -tpot-ms override."""
 
@@ -115,9 +152,13 @@ class BackendConfig(_Strict):
     timeouts: BackendTimeouts | None = Field(
         None, description="Per-backend deadlines; total_s is per request, so only top-level."
     )
+    metrics: MetricsConfig | None = Field(
+        None, description="Scrape the engine's /metrics for its own load (default: off)."
+    )
 
     @model_validator(mode="after")
     def _check_address(self) -> BackendConfig:
+        self._check_metrics()
         if self.kind == "emulated":
             if self.base_url is not None:
                 raise ValueError("base_url: an emulated backend is started on a free port")
@@ -126,6 +167,22 @@ class BackendConfig(_Strict):
         elif self.emulator is not None:
             raise ValueError("emulator: only for kind emulated")
         return self
+
+    def _check_metrics(self) -> None:
+        metrics = self.metrics
+        if metrics is None or not metrics.enabled:
+            return
+        if self.kind == "emulated" and metrics.url is not None:
+            raise ValueError("metrics.url: an emulated backend is started on a free port")
+        if self.kind not in ENGINE_KINDS and not metrics.explicit:
+            raise ValueError(
+                f"metrics: kind {self.kind} has no known metrics endpoint; "
+                "set metrics.url or metrics.path"
+            )
+
+    @property
+    def scrapes_metrics(self) -> bool:
+        return self.metrics is not None and self.metrics.enabled
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None

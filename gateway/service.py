@@ -12,6 +12,7 @@ from gateway.config import BackendConfig, Config, ConfigError
 from gateway.decisions import DecisionRing
 from gateway.dispatch import Dispatcher
 from gateway.emulator import EmulatorServer, EmulatorSettings
+from gateway.engine_scrape import EngineScraper, scrape_targets
 from gateway.errors import Unauthorized
 from gateway.fleet_sync import RedisFleetSync
 from gateway.request_log import RequestLog
@@ -35,6 +36,7 @@ class Gateway:
     emulators: list[EmulatorServer] = field(default_factory=list)
     client_keys: frozenset[str] = frozenset()
     sync: RedisFleetSync | None = None
+    scraper: EngineScraper | None = None
     _probe_task: asyncio.Task[None] | None = None
 
     def authorize(self, authorization: str | None) -> None:
@@ -56,15 +58,8 @@ async def start_gateway(config: Config) -> Gateway:
     state = FleetState(config.backends, config.health)
     router = Router(config, state, pipelines)
     sync = _fleet_sync(config, state, router)
-    emulators: list[EmulatorServer] = []
-    providers: dict[str, Provider] = {}
-    try:
-        for backend in config.backends:
-            base_url = backend.base_url or await _start_emulator(backend, emulators)
-            providers[backend.name] = build_provider(backend, base_url)
-    except BaseException:
-        await _close_all(providers, emulators)
-        raise
+    providers, emulators, base_urls = await _open_backends(config)
+    targets = scrape_targets(config.backends, base_urls)
     log = RequestLog(config.server.log_queue_size)
     log.start()
     gateway = Gateway(
@@ -78,9 +73,12 @@ async def start_gateway(config: Config) -> Gateway:
         emulators=emulators,
         client_keys=keys,
         sync=sync,
+        scraper=EngineScraper(targets, state) if targets else None,
     )
     if sync is not None:
         sync.start()
+    if gateway.scraper is not None:
+        gateway.scraper.start()
     if config.health.active_probes:
         gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
     return gateway
@@ -93,6 +91,8 @@ async def stop_gateway(gateway: Gateway) -> None:
         gateway._probe_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await gateway._probe_task
+    if gateway.scraper is not None:
+        await gateway.scraper.stop()
     await _close_all(gateway.providers, gateway.emulators)
     gateway.log.stop()
 
@@ -104,6 +104,24 @@ def _fleet_sync(config: Config, state: FleetState, router: Router) -> RedisFleet
     sync = RedisFleetSync(config.state, state, router.index)
     router.on_insert = sync.enqueue
     return sync
+
+
+async def _open_backends(
+    config: Config,
+) -> tuple[dict[str, Provider], list[EmulatorServer], dict[str, str]]:
+    """A provider per backend, emulated engines started; and each backend's base URL."""
+    emulators: list[EmulatorServer] = []
+    providers: dict[str, Provider] = {}
+    base_urls: dict[str, str] = {}
+    try:
+        for backend in config.backends:
+            base_url = backend.base_url or await _start_emulator(backend, emulators)
+            base_urls[backend.name] = base_url
+            providers[backend.name] = build_provider(backend, base_url)
+    except BaseException:
+        await _close_all(providers, emulators)
+        raise
+    return providers, emulators, base_urls
 
 
 async def _start_emulator(backend: BackendConfig, emulators: list[EmulatorServer]) -> str:

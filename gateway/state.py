@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from gateway.config import BackendConfig, HealthConfig
+from gateway.engine_metrics import EngineLoad
 from gateway.estimates import BackendEstimates
 from policies.base import BackendView
 
@@ -29,6 +30,12 @@ class _BackendState:
     probe_reason: str = "not probed yet"
     requests: int = 0
     failures: int = 0
+    engine: EngineLoad | None = None
+    """The engine's own numbers from its last good scrape of /metrics."""
+    engine_at: float = 0.0
+    scrapes: int = 0
+    scrape_failures: int = 0
+    scrape_error: str = ""
 
 
 class FleetState:
@@ -66,6 +73,7 @@ class FleetState:
         healthy, reason = self._health_of(state, now)
         cfg = state.config
         in_flight, queued, decoding = state.remote
+        engine = self._fresh_engine(state, now)
         return BackendView(
             name=cfg.name,
             kind=cfg.kind,
@@ -79,7 +87,16 @@ class FleetState:
             prefill_tokens_per_s=state.estimates.prefill_tokens_per_s,
             tpot_ms=state.estimates.tpot_ms,
             network_ms=state.estimates.network_ms,
+            engine_running=engine.running if engine else None,
+            engine_waiting=engine.waiting if engine else None,
+            engine_kv_usage=engine.kv_usage if engine else None,
         )
+
+    def _fresh_engine(self, state: _BackendState, now: float) -> EngineLoad | None:
+        metrics = state.config.metrics
+        if state.engine is None or metrics is None:
+            return None
+        return state.engine if now - state.engine_at <= metrics.stale_after_s else None
 
     def _health_of(self, state: _BackendState, now: float) -> tuple[bool, str]:
         if state.ejected_until > now:
@@ -131,6 +148,18 @@ class FleetState:
         counts. A backend this replica does not know is ignored; one missing gets zeros."""
         for name, state in self._backends.items():
             state.remote = load.get(name, (0, 0, 0))
+
+    def record_engine_load(self, name: str, load: EngineLoad | None, error: str = "") -> None:
+        """A scrape that got an answer: `load`, or None with `error` saying why there was
+        none. A failed scrape keeps the last reading, which goes stale on its own."""
+        state = self._backends[name]
+        state.scrapes += 1
+        state.scrape_error = error
+        if load is None:
+            state.scrape_failures += 1
+            return
+        state.engine = load
+        state.engine_at = self._clock()
 
     def in_flight(self, name: str) -> int:
         return self._backends[name].in_flight
@@ -194,6 +223,24 @@ class FleetState:
                     "max_concurrency": state.config.max_concurrency,
                     "requests": state.requests,
                     "failures": state.failures,
+                    "engine": self._describe_engine(state, now),
                 }
             )
         return out
+
+    def _describe_engine(self, state: _BackendState, now: float) -> dict[str, object] | None:
+        """The last scraped engine numbers; None when this backend is not scraped."""
+        if not state.config.scrapes_metrics:
+            return None
+        engine = state.engine
+        return {
+            "family": engine.family if engine else None,
+            "running": engine.running if engine else None,
+            "waiting": engine.waiting if engine else None,
+            "kv_usage": engine.kv_usage if engine else None,
+            "age_s": round(now - state.engine_at, 3) if engine else None,
+            "fresh": self._fresh_engine(state, now) is not None,
+            "scrapes": state.scrapes,
+            "scrape_failures": state.scrape_failures,
+            "last_error": state.scrape_error,
+        }

@@ -39,6 +39,13 @@ class BackendView:
     """Estimated time per output token under the current load."""
     network_ms: float = 0.0
     """Estimated fixed overhead of a request to this backend (connection, queueing)."""
+    engine_running: int | None = None
+    """Requests the engine itself reports running (its scraped `/metrics`), every client's
+    included; None when the backend is not scraped or the last reading is stale."""
+    engine_waiting: int | None = None
+    """Requests the engine itself reports queued, not yet admitted; None as above."""
+    engine_kv_usage: float | None = None
+    """Fraction (0..1) of the KV cache the engine reports in use; None as above."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,9 @@ def backend(
     prefill_tokens_per_s: float = 10_000.0,
     tpot_ms: float = 20.0,
     network_ms: float = 0.0,
+    engine_running: int | None = None,
+    engine_waiting: int | None = None,
+    engine_kv_usage: float | None = None,
 ) -> BackendView:
     return BackendView(
         name=name,
@@ -34,6 +37,9 @@ def backend(
         prefill_tokens_per_s=prefill_tokens_per_s,
         tpot_ms=tpot_ms,
         network_ms=network_ms,
+        engine_running=engine_running,
+        engine_waiting=engine_waiting,
+        engine_kv_usage=engine_kv_usage,
     )
 
 

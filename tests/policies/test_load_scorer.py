@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from policies.load_scorer import LoadScorer
@@ -62,3 +64,58 @@ def test_queued_tokens_outweigh_request_count() -> None:
     ]
     scores = policy.score(snapshot(candidates), candidates)
     assert scores["chats"].value > scores["doc"].value
+
+
+OWN = "4 in flight, 0 prefill tokens queued, 2 decoding"
+
+
+@pytest.mark.parametrize(
+    ("engine", "params", "value", "reason"),
+    [
+        # Not scraped, or stale: the gateway's own counts only, reason unchanged.
+        ({}, {}, 1 / (1 + 4 / 8), OWN),
+        # The engine sees other clients' requests: 12 + 4 > our 4.
+        (
+            {"engine_running": 12, "engine_waiting": 4, "engine_kv_usage": 0.83},
+            {},
+            1 / (1 + 16 / 8),
+            f"{OWN}; engine: 12 running, 4 waiting, KV 83%",
+        ),
+        # The engine lags behind our own dispatches: our count wins.
+        (
+            {"engine_running": 1, "engine_waiting": 0},
+            {},
+            1 / (1 + 4 / 8),
+            f"{OWN}; engine: 1 running, 0 waiting",
+        ),
+        # Only running exported (no waiting gauge).
+        ({"engine_running": 8}, {}, 1 / (1 + 8 / 8), f"{OWN}; engine: 8 running"),
+        # KV usage is shown, and weighs only with kv_weight.
+        ({"engine_kv_usage": 0.5}, {}, 1 / (1 + 4 / 8), f"{OWN}; engine: KV 50%"),
+        (
+            {"engine_kv_usage": 0.5},
+            {"kv_weight": 2.0},
+            1 / (1 + 4 / 8 + 1.0),
+            f"{OWN}; engine: KV 50%",
+        ),
+    ],
+)
+def test_engine_reported_load(
+    engine: dict[str, Any], params: dict[str, float], value: float, reason: str
+) -> None:
+    policy = LoadScorer("load", LoadScorer.Params.model_validate(params))
+    b = backend("a", in_flight=4, decoding=2, **engine)
+    score = policy.score(snapshot([b]), [b])["a"]
+    assert score.value == pytest.approx(value)
+    assert score.reason == reason
+
+
+def test_engine_queue_from_other_clients_steers_traffic() -> None:
+    # Equal gateway counts; only the engine knows `busy` is serving someone else's batch.
+    policy = LoadScorer("load", LoadScorer.Params())
+    candidates = [
+        backend("busy", in_flight=1, engine_running=16, engine_waiting=5),
+        backend("idle", in_flight=1, engine_running=1, engine_waiting=0),
+    ]
+    scores = policy.score(snapshot(candidates), candidates)
+    assert scores["idle"].value > scores["busy"].value
