@@ -75,6 +75,10 @@ def _bench(args: argparse.Namespace) -> int:
         from bench.replay.cli import main as replay_main
 
         return replay_main(rest)
+    if args.bench_name == "decision":
+        from bench.decision import main as decision_main
+
+        return decision_main(rest)
     from bench.overhead import main as overhead_main
 
     return overhead_main(rest)
@@ -122,11 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="run a benchmark: replay (trace replay, routing quality) or overhead",
+        help="run a benchmark: replay (trace replay, routing quality), overhead or decision",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
         "replay --help`.",
     )
-    bench.add_argument("bench_name", choices=["replay", "overhead"])
+    bench.add_argument("bench_name", choices=["replay", "overhead", "decision"])
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
 

@@ -75,6 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", type=Path, help="write one JSON object per policy here")
     parser.add_argument("--logs", type=Path, help="keep process logs here (default: temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress line")
+    parser.add_argument(
+        "--access-log",
+        action="store_true",
+        help="gateways log every request with its decision and reasons (under --logs)",
+    )
 
 
 def _engines(args: argparse.Namespace, time_scale: float) -> EngineOptions:
@@ -157,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
             request_timeout_s=args.request_timeout_s,
             progress=not args.no_progress,
             workdir=workdir,
+            access_log=args.access_log,
         )
         rows = [complete_row(row, oracle, params) for row in _run_targets(targets, settings)]
     print(render(rows, params))

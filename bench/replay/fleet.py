@@ -170,13 +170,15 @@ def backend_names(count: int) -> list[str]:
     return [f"engine-{i}" for i in range(count)]
 
 
-def start_gateway(config: dict[str, Any], port: int, workdir: Path, name: str) -> Server:
+def start_gateway(
+    config: dict[str, Any], port: int, workdir: Path, name: str, *, log_level: str = "warning"
+) -> Server:
     """`switchyard serve` on `config`; ready once /healthz answers."""
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     argv = [*GATEWAY_CLI, "serve", "--config", str(path), "--port", str(port)]
     server = Server(
-        name, [*argv, "--log-level", "warning"], workdir / f"{name}.log", env=local_env()
+        name, [*argv, "--log-level", log_level], workdir / f"{name}.log", env=local_env()
     )
     try:
         server.wait_ready(f"http://127.0.0.1:{port}/healthz", READY_TIMEOUT_S)

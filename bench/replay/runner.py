@@ -53,6 +53,8 @@ class ReplaySettings:
     request_timeout_s: float
     progress: bool
     workdir: Path
+    access_log: bool = False
+    """Gateways log every request (decision, reasons) to their log in `workdir`."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,13 @@ def start_router(target: Target, engine_urls: list[str], settings: ReplaySetting
         assert target.profile is not None
         config = profile_config(target.profile, fleet, port)
     parse_config(config, source=f"{target.name} (generated)")  # named problems, not a log tail
-    server = start_gateway_process(config, port, settings.workdir, f"gateway-{_slug(target.name)}")
+    server = start_gateway_process(
+        config,
+        port,
+        settings.workdir,
+        f"gateway-{_slug(target.name)}",
+        log_level="info" if settings.access_log else "warning",
+    )
     return Router(f"http://127.0.0.1:{port}", server, names, is_gateway=True)
 
 
