@@ -1,11 +1,11 @@
 """Which prompt prefixes each backend probably still holds in its KV cache.
 
 Per backend, a bounded LRU of block ids with a retention TTL, sized from the backend's KV
-capacity; one shared map from block id to a bitmask of the backends holding it, so a
-lookup walks the request's blocks once for all candidates and stops at the first block no
-candidate holds. A request's blocks are inserted last-block-first, so that LRU eviction
-takes the tails of old prompts before their heads, as an engine's cache does; a block's
-presence then implies its whole prefix, and "longest matching prefix" is well defined.
+capacity; one shared map from block id to a bitmask of the backends holding it. A
+request's blocks are inserted last-block-first, so that LRU eviction takes the tails of
+old prompts before their heads, as an engine's cache does; a block's presence then
+implies its whole prefix (ids are chained), "longest matching prefix" is well defined,
+and a lookup binary-searches for it instead of walking the prompt.
 """
 
 from __future__ import annotations
@@ -44,24 +44,28 @@ class PrefixIndex:
         self._owners: dict[bytes, int] = {}
 
     def match(self, blocks: Sequence[bytes], backends: Iterable[str]) -> dict[str, int]:
-        """Leading blocks of `blocks` each backend holds (0 when none)."""
-        names = [n for n in backends if n in self._bit]
+        """Leading blocks of `blocks` each backend holds (0 when none).
+
+        A backend holding a block holds its whole prefix (module docs), so what it holds of
+        `blocks` is a run from the start: a binary search per backend finds its end in
+        O(log n) lookups, which matters at 128K-token prompts (2,000+ blocks).
+        """
         now = self._clock()
-        for name in names:
-            self._expire(name, now)
-        matched = dict.fromkeys(names, 0)
-        alive = 0
-        for name in names:
-            alive |= self._bit[name]
         owners = self._owners
-        for i, block in enumerate(blocks):
-            holding = owners.get(block, 0) & alive
-            if holding != alive:
-                self._settle(matched, alive & ~holding, i)
-                alive = holding
-                if not alive:
-                    return matched
-        self._settle(matched, alive, len(blocks))
+        matched: dict[str, int] = {}
+        for name in backends:
+            bit = self._bit.get(name)
+            if bit is None:
+                continue
+            self._expire(name, now)
+            low, high = 0, len(blocks)  # blocks[:low] held; blocks[high:] not
+            while low < high:
+                mid = (low + high) // 2
+                if owners.get(blocks[mid], 0) & bit:
+                    low = mid + 1
+                else:
+                    high = mid
+            matched[name] = low
         return matched
 
     def insert(self, name: str, blocks: Sequence[bytes]) -> None:
@@ -117,11 +121,6 @@ class PrefixIndex:
 
     def memory_bytes(self) -> int:
         return _BYTES_PER_ENTRY * sum(len(lru) for lru in self._lru.values())
-
-    def _settle(self, matched: dict[str, int], lost: int, at: int) -> None:
-        for name in matched:
-            if lost & self._bit[name]:
-                matched[name] = at
 
     def _expire(self, name: str, now: float) -> None:
         lru = self._lru[name]

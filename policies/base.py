@@ -8,7 +8,7 @@ ejecting happen outside them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Protocol, runtime_checkable
 
@@ -77,18 +77,57 @@ class Snapshot:
     now_s: float
     cached_tokens: Mapping[str, int] = field(default_factory=dict)
     """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
+    derived: dict[tuple[object, ...], float] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Numbers computed from this snapshot alone, shared by the policies of one decision
+    (e.g. predicted TTFT per backend, read by both sla-filter and kv-cost-scorer)."""
 
 
-@dataclass(frozen=True, slots=True)
+Reason = str | Callable[[], str]
+"""A reason, or a function that writes one. Policies that explain every candidate of every
+request pass a function (e.g. `functools.partial(describe, b, numbers)`): the text is only
+formatted when someone reads it (the API, the log writer), off the decision's hot path."""
+
+
+def _text(reason: Reason) -> str:
+    return reason if isinstance(reason, str) else reason()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Verdict:
     keep: bool
-    reason: str
+    why: Reason
+
+    @property
+    def reason(self) -> str:
+        return _text(self.why)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Verdict):
+            return NotImplemented
+        return (self.keep, self.reason) == (other.keep, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.keep, self.reason))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Score:
     value: float
-    reason: str
+    why: Reason
+
+    @property
+    def reason(self) -> str:
+        return _text(self.why)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Score):
+            return NotImplemented
+        return (self.value, self.reason) == (other.value, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.value, self.reason))
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,10 +195,14 @@ class CandidateReport:
     total: float
     scores: Mapping[str, Score] = field(default_factory=dict)
     dropped_by: str | None = None
-    drop_reason: str | None = None
     verdicts: Mapping[str, Verdict] = field(default_factory=dict)
     """Each filter's verdict, keyed by filter name, up to and including the one that
     dropped it; keeps reasons such as healthy-filter's panic mode visible."""
+
+    @property
+    def drop_reason(self) -> str | None:
+        verdict = self.verdicts.get(self.dropped_by) if self.dropped_by else None
+        return verdict.reason if verdict is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -24,6 +25,13 @@ class _Bound:
 
     def describe(self, current: int, added: int, sign: str) -> str:
         return f"{current:,} + {added:,} {self.unit} {sign} {self.shown}"
+
+    def describe_kept(self, current: int, added: int) -> str:
+        return f"least loaded, kept: {self.describe(current, added, '>')}"
+
+
+def _below_min(in_flight: int, minimum: int) -> str:
+    return f"{in_flight} in flight < min {minimum}, not bounded"
 
 
 class BoundedLoadFilter:
@@ -67,16 +75,14 @@ class BoundedLoadFilter:
             current, added = loads[b.name]
             if b.in_flight < self.params.min_in_flight:
                 verdicts[b.name] = Verdict(
-                    True, f"{b.in_flight} in flight < min {self.params.min_in_flight}, not bounded"
+                    True, partial(_below_min, b.in_flight, self.params.min_in_flight)
                 )
             elif current + added <= bound.limit:
-                verdicts[b.name] = Verdict(True, bound.describe(current, added, "≤"))
+                verdicts[b.name] = Verdict(True, partial(bound.describe, current, added, "≤"))
             elif current + added == least:
-                verdicts[b.name] = Verdict(
-                    True, f"least loaded, kept: {bound.describe(current, added, '>')}"
-                )
+                verdicts[b.name] = Verdict(True, partial(bound.describe_kept, current, added))
             else:
-                verdicts[b.name] = Verdict(False, bound.describe(current, added, ">"))
+                verdicts[b.name] = Verdict(False, partial(bound.describe, current, added, ">"))
         return verdicts
 
     def _load(self, snapshot: Snapshot, b: BackendView) -> tuple[int, int]:

@@ -4,6 +4,7 @@ cache and the queue, plus the decode time it would add to."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import ClassVar, NamedTuple
 
 from pydantic import Field
@@ -58,7 +59,19 @@ class KvCostScorer:
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
         estimates = [(b, self._estimate(snapshot, b)) for b in candidates]
         cheapest = min((e.cost_ms for _, e in estimates), default=_MIN_COST_MS)
-        return {b.name: Score(cheapest / e.cost_ms, _reason(snapshot, b, e)) for b, e in estimates}
+        return {
+            b.name: Score(
+                cheapest / e.cost_ms,
+                partial(
+                    _reason,
+                    cached_prompt_tokens(snapshot, b),
+                    snapshot.request.prompt_tokens,
+                    b.in_flight,
+                    e,
+                ),
+            )
+            for b, e in estimates
+        }
 
     def _estimate(self, snapshot: Snapshot, b: BackendView) -> _Estimate:
         p = self.params
@@ -72,9 +85,8 @@ class KvCostScorer:
         return cap if asked is None else max(0, min(asked, cap))
 
 
-def _reason(snapshot: Snapshot, b: BackendView, e: _Estimate) -> str:
-    cache = describe_cache(cached_prompt_tokens(snapshot, b), snapshot.request.prompt_tokens)
+def _reason(cached: int, prompt: int, in_flight: int, e: _Estimate) -> str:
     return (
-        f"{cache}; {b.in_flight} in flight; "
+        f"{describe_cache(cached, prompt)}; {in_flight} in flight; "
         f"predicted TTFT {e.ttft_ms:,.0f} ms, TPOT {e.tpot_ms:,.1f} ms"
     )

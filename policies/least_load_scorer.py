@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import ClassVar
 
 from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
@@ -26,8 +27,11 @@ class LeastLoadScorer:
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
         if self.params.relative:
             least = min((b.in_flight for b in candidates), default=0)
-            return {b.name: Score((least + 1) / (b.in_flight + 1), _reason(b)) for b in candidates}
-        return {b.name: Score(_free_share(b), _reason(b)) for b in candidates}
+            return {
+                b.name: Score((least + 1) / (b.in_flight + 1), partial(_reason, b))
+                for b in candidates
+            }
+        return {b.name: Score(_free_share(b), partial(_reason, b)) for b in candidates}
 
 
 def _free_share(b: BackendView) -> float:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import ClassVar
 
 from pydantic import Field
@@ -40,7 +41,7 @@ class LoadScorer:
         self.params = params
 
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
-        return {b.name: Score(self._value(b), _reason(b)) for b in candidates}
+        return {b.name: Score(self._value(b), partial(_reason, b)) for b in candidates}
 
     def _value(self, b: BackendView) -> float:
         load = (

@@ -295,6 +295,5 @@ def _report(
         total=totals.get(name, 0.0),
         scores=scores.get(name, {}),
         dropped_by=by,
-        drop_reason=verdicts[by].reason if by is not None else None,
         verdicts=verdicts,
     )

@@ -71,14 +71,21 @@ def predicted_ttft_ms(
     snapshot: Snapshot, b: BackendView, *, chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
 ) -> float:
     """Time to first token if the request went to `b` now: overhead, the prefill queued
-    ahead of it plus its own uncached prefill, and interference from running decodes."""
+    ahead of it plus its own uncached prefill, and interference from running decodes.
+    Computed once per snapshot, backend and chunk size; later calls read it back."""
+    key = ("ttft", b.name, chunk_tokens)
+    known = snapshot.derived.get(key)
+    if known is not None:
+        return known
     prefill_tokens = b.queued_prefill_tokens + uncached_tokens(snapshot, b)
     speed = max(b.prefill_tokens_per_s, _MIN_PREFILL_TOKENS_PER_S)
-    return (
+    ttft = (
         b.network_ms
         + prefill_tokens / speed * 1000.0
         + decode_interference_ms(b, prefill_tokens, chunk_tokens=chunk_tokens)
     )
+    snapshot.derived[key] = ttft
+    return ttft
 
 
 def predicted_tpot_ms(

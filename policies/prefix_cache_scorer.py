@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import ClassVar
 
 from pydantic import Field
@@ -37,5 +38,7 @@ class PrefixCacheScorer:
         scores = {}
         for b in candidates:
             cached = cached_prompt_tokens(snapshot, b)
-            scores[b.name] = Score(-math.expm1(-cached / scale), describe_cache(cached, prompt))
+            scores[b.name] = Score(
+                -math.expm1(-cached / scale), partial(describe_cache, cached, prompt)
+            )
         return scores

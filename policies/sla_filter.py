@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import ClassVar, Literal, NamedTuple
 
 from policies.base import BackendView, RequestInfo, Role, Snapshot, Verdict
@@ -21,7 +22,16 @@ class _Target(NamedTuple):
 
 class _Assessment(NamedTuple):
     missed: tuple[Metric, ...]
-    reason: str
+    predicted: tuple[float, ...]
+    """Per target, in the order of the request's targets."""
+    targets: tuple[_Target, ...]
+
+    def reason(self) -> str:
+        phrases = []
+        for t, predicted in zip(self.targets, self.predicted, strict=True):
+            sign = "≤" if predicted <= t.ms else ">"
+            phrases.append(f"predicted {t.metric} {_ms(predicted)} {sign} target {t.shown}")
+        return "; ".join(phrases)
 
 
 class SlaFilter:
@@ -55,27 +65,24 @@ class SlaFilter:
         missed = {m for a in found.values() for m in a.missed}
         summary = " or ".join(f"{t.metric} {t.shown}" for t in targets if t.metric in missed)
         keep_all = f"all candidates predicted to miss {summary}; keeping all"
-        return {name: Verdict(True, f"{keep_all} ({a.reason})") for name, a in found.items()}
+        return {name: Verdict(True, partial(_kept, keep_all, a)) for name, a in found.items()}
 
     def _assess(
         self, snapshot: Snapshot, b: BackendView, targets: tuple[_Target, ...]
     ) -> _Assessment:
-        missed: list[Metric] = []
-        phrases = []
-        for t in targets:
-            predicted = self._predict(snapshot, b, t.metric)
-            met = predicted <= t.ms
-            if not met:
-                missed.append(t.metric)
-            sign = "≤" if met else ">"
-            phrases.append(f"predicted {t.metric} {_ms(predicted)} {sign} target {t.shown}")
-        return _Assessment(tuple(missed), "; ".join(phrases))
+        predicted = tuple(self._predict(snapshot, b, t.metric) for t in targets)
+        missed = tuple(t.metric for t, p in zip(targets, predicted, strict=True) if p > t.ms)
+        return _Assessment(missed, predicted, targets)
 
     def _predict(self, snapshot: Snapshot, b: BackendView, metric: Metric) -> float:
         p = self.params
         if metric == "TTFT":
             return predicted_ttft_ms(snapshot, b, chunk_tokens=p.prefill_chunk_tokens)
         return predicted_tpot_ms(b, growth_per_decode=p.tpot_growth_per_decode)
+
+
+def _kept(summary: str, assessment: _Assessment) -> str:
+    return f"{summary} ({assessment.reason()})"
 
 
 def _targets(request: RequestInfo) -> tuple[_Target, ...]:

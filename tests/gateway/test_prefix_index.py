@@ -86,3 +86,31 @@ def test_shrinking_evicts_the_oldest_and_growing_is_bounded_by_the_spec() -> Non
 def test_unknown_backends_are_ignored() -> None:
     index = PrefixIndex({"a": spec(10)})
     assert index.match(chain("p", 3), ["a", "ghost"]) == {"a": 0}
+
+
+def test_lookup_equals_a_walk_of_the_prompt_under_random_traffic() -> None:
+    """The binary search relies on held blocks forming a run from the start; random
+    conversations that branch, grow and get evicted must never break that."""
+    import random
+
+    rng = random.Random(7)
+    clock = Clock()
+    names = ["a", "b", "c"]
+    index = PrefixIndex({n: spec(rng.randint(20, 80), ttl_s=50.0) for n in names}, clock=clock)
+    prompts: list[list[bytes]] = [[]]
+    for step in range(3000):
+        base = rng.choice(prompts)[: rng.randint(0, 40)]
+        # Chained ids: a block's id names its whole prefix, as fingerprints do.
+        prompt = base + [f"{base[-1] if base else b''!r}/{step}/{i}".encode() for i in range(5)]
+        prompts.append(prompt)
+        clock.now += rng.random()
+        for name in names:
+            held = index.match(prompt, [name])[name]
+            walked = next(
+                (i for i, block in enumerate(prompt) if block not in index._lru[name]),
+                len(prompt),
+            )
+            assert held == walked
+        index.insert(rng.choice(names), prompt)
+        if step % 500 == 0:
+            index.shrink(rng.choice(names))
