@@ -17,6 +17,8 @@ from policies.base import BackendView
 class _BackendState:
     config: BackendConfig
     estimates: BackendEstimates
+    models: frozenset[str] = frozenset()
+    """`config.models`, frozen once: every decision's views share it."""
     in_flight: int = 0
     queued_prefill_tokens: int = 0
     decoding: int = 0
@@ -54,7 +56,9 @@ class FleetState:
         self._rng = rng or random.Random()
         self._backends = {
             b.name: _BackendState(
-                b, BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms)
+                b,
+                BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms),
+                frozenset(b.models),
             )
             for b in backends
         }
@@ -77,7 +81,7 @@ class FleetState:
         return BackendView(
             name=cfg.name,
             kind=cfg.kind,
-            models=frozenset(cfg.models),
+            models=state.models,
             healthy=healthy,
             in_flight=state.in_flight + in_flight,
             max_concurrency=cfg.max_concurrency,
