@@ -147,8 +147,11 @@ def run(args: argparse.Namespace) -> int:
     params = parameters(args, trace, engines, args.time_scale is None)
     found = oracle_hit_ratio(trace)
     oracle, params["oracle_rule"] = found.hit_ratio, found.rule
+    pooled = oracle_hit_ratio(trace, engines.count * engines.kv_capacity_tokens).hit_ratio
+    params["oracle_pooled_kv_hit_ratio"] = round(pooled, 4)
     print(f"replay: {len(trace.requests)} requests, time scale {scale:g}, "
-          f"oracle hit ratio {oracle:.1%}", file=sys.stderr)  # fmt: skip
+          f"oracle hit ratio {oracle:.1%} ({pooled:.1%} in the fleet's pooled KV)",
+          file=sys.stderr)  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="switchyard-replay-") as tmp:
         workdir = args.logs or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)

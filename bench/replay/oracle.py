@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,16 +87,20 @@ def chat_body(trace: Trace, request: TraceRequest) -> dict[str, Any]:
     return body
 
 
-def oracle_hit_ratio(trace: Trace) -> OracleResult:
+def oracle_hit_ratio(trace: Trace, capacity_tokens: int | None = None) -> OracleResult:
     """Σ longest-seen-prefix tokens / Σ prompt tokens, in nominal dispatch order.
 
     As in the emulator, a prompt's last token is always computed, so only the blocks
-    before it can be hits: `(tokens - 1) // block_tokens` at most.
+    before it can be hits: `(tokens - 1) // block_tokens` at most. With `capacity_tokens`
+    the one engine's cache is that big, LRU, a prompt's tail older than its head (as an
+    engine frees them): the ceiling for a fleet whose KV, pooled, is that size, before
+    any of it is held by running requests.
     """
     render, hasher, rule = _emulator_rule()
     due = trace.nominal_start_s()
     order = sorted(trace.requests, key=lambda r: (due[r.id], r.index))
-    seen: set[bytes] = set()
+    capacity = None if capacity_tokens is None else max(1, capacity_tokens // BLOCK_TOKENS)
+    seen: OrderedDict[bytes, None] = OrderedDict()
     cached = total = 0
     for request in order:
         prompt = hasher.blocks(ORACLE_MODEL, render(chat_body(trace, request)))
@@ -107,5 +112,9 @@ def oracle_hit_ratio(trace: Trace) -> OracleResult:
             hits += 1
         cached += hits * BLOCK_TOKENS
         total += prompt.tokens
-        seen.update(prompt.block_ids)
+        for block in reversed(prompt.block_ids):
+            seen[block] = None
+            seen.move_to_end(block)
+        while capacity is not None and len(seen) > capacity:
+            seen.popitem(last=False)
     return OracleResult(cached / total if total else 0.0, cached, total, rule)

@@ -102,7 +102,15 @@ def _parameter_line(p: dict[str, Any]) -> str:
         f"{p['kv_capacity_tokens']:,} KV tokens, prefill {p['prefill_tokens_per_s']:,.0f} tok/s, "
         f"decode {p['decode_base_ms']:g} ms + {p['decode_per_seq_ms']:g} ms/seq, "
         f"SLO TTFT {p['ttft_slo_ms']:g} ms / TPOT {p['tpot_slo_ms']:g} ms"
+        + _pooled(p.get("oracle_pooled_kv_hit_ratio"))
     )
+
+
+def _pooled(ratio: float | None) -> str:
+    """The LRU-bounded oracle, when computed (see `oracle_hit_ratio`)."""
+    if ratio is None:
+        return ""
+    return f"; oracle with the fleet's KV pooled in one LRU cache {ratio:.1%}"
 
 
 def _backends(backends: dict[str, dict[str, Any]]) -> str:

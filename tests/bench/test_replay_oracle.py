@@ -67,3 +67,12 @@ def test_local_copy_matches_the_emulator_rule(tmp_path: Path) -> None:
     )
     ours = oracle._LocalHasher(16, 4.0).blocks("m", oracle._local_render_chat(body))
     assert (ours.tokens, ours.block_ids) == (theirs.tokens, theirs.block_ids)
+
+
+def test_a_bounded_cache_evicts_tails_first(tmp_path: Path) -> None:
+    trace = load_trace(_block_trace(tmp_path / "t.jsonl"))
+    # Three blocks: r4's own block evicts r3's tail "abc" (older than its head), so r5
+    # finds "a" and "ab" but not "abc": 32 instead of 48.
+    bounded = oracle.oracle_hit_ratio(trace, capacity_tokens=48)
+    assert bounded.cached_tokens == 0 + 16 + 16 + 0 + 32
+    assert oracle.oracle_hit_ratio(trace, capacity_tokens=10_000).cached_tokens == 80

@@ -110,7 +110,17 @@ def test_long_prompts_are_estimated_from_a_calibrated_ratio() -> None:
     if counter.source == "byte-estimate":
         pytest.skip("no encoder to compare with")
     fp = Fingerprinter(counter)
-    words = "routing cache prefix engine latency token budget replica sample".split()
+    words = [
+        "routing",
+        "cache",
+        "prefix",
+        "engine",
+        "latency",
+        "token",
+        "budget",
+        "replica",
+        "sample",
+    ]
     text = " ".join(words[(i * 7) % len(words)] + str(i % 13) for i in range(6000))
     got = fp.text("m", text)  # far beyond the exact budget: estimated, after a sample
     assert got.prompt_tokens == pytest.approx(
