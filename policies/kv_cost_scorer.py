@@ -16,6 +16,7 @@ from policies.predict import (
     describe_cache,
     predicted_tpot_ms,
     predicted_ttft_ms,
+    uncached_tokens,
 )
 
 _MIN_COST_MS = 1.0
@@ -32,9 +33,13 @@ class KvCostScorer:
     """Scores `min_cost / cost` over the candidates, so the cheapest scores 1.0, where
 
         cost_ms = predicted TTFT + decode_weight * predicted TPOT * expected output tokens
+                + work_weight * uncached prompt tokens / prefill rate
 
     and expected output tokens are the request's `max_tokens` capped at
     `max_output_tokens` (or that cap when unset). See `policies.predict` for TTFT/TPOT.
+    The last term is the request's cost to others: the prefill it adds delays every
+    request that queues behind it there, so under load a backend that must recompute the
+    prompt costs more than its own TTFT says (0 by default: each request for itself).
 
     A cache hit lowers the TTFT term only by the prefill it saves, and a queue in front
     of it raises it by the prefill waiting there, so an idle replica with nothing cached
@@ -51,6 +56,9 @@ class KvCostScorer:
         """Weight of a millisecond of predicted decode time against one of TTFT."""
         max_output_tokens: int = Field(256, ge=0)
         """Expected output tokens when the request sets no `max_tokens`; also their cap."""
+        work_weight: float = Field(0.0, ge=0)
+        """Weight of the prefill time the request adds to the backend (its uncached tokens
+        at the backend's prefill rate) against a millisecond of its own TTFT."""
 
     def __init__(self, name: str, params: Params) -> None:
         self.name = name
@@ -78,6 +86,9 @@ class KvCostScorer:
         ttft = predicted_ttft_ms(snapshot, b, chunk_tokens=p.prefill_chunk_tokens)
         tpot = predicted_tpot_ms(b, growth_per_decode=p.tpot_growth_per_decode)
         cost = ttft + p.decode_weight * tpot * self._expected_output_tokens(snapshot)
+        if p.work_weight:
+            speed = max(b.prefill_tokens_per_s, 1.0)
+            cost += p.work_weight * uncached_tokens(snapshot, b) / speed * 1000.0
         return _Estimate(ttft, tpot, max(cost, _MIN_COST_MS))
 
     def _expected_output_tokens(self, snapshot: Snapshot) -> int:

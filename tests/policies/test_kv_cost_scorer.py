@@ -109,3 +109,21 @@ def test_zero_costs_are_floored_not_divided_by() -> None:
 def test_no_candidates() -> None:
     policy = KvCostScorer("kv", KvCostScorer.Params())
     assert policy.score(snapshot(), []) == {}
+
+
+@pytest.mark.parametrize(
+    ("work_weight", "expected"),
+    [
+        # 13,000 queued on the hot one: 1,330 ms TTFT + 2,560 = 3,890 ms against the cold
+        # one's 3,870: for itself, the request would rather recompute the prompt...
+        (0.0, {"hot": 3_870 / 3_890, "cold": 1.0}),
+        # ...but recomputing it adds 1,310 ms of prefill there, against 30 ms here.
+        (1.0, {"hot": 1.0, "cold": (3_890 + 30) / (3_870 + 1_310)}),
+    ],
+)
+def test_work_weight_counts_the_prefill_a_request_adds(
+    work_weight: float, expected: dict[str, float]
+) -> None:
+    hot = {"queued_prefill_tokens": 13_000, "in_flight": 3}
+    scores = scores_for(hot, params={"work_weight": work_weight})
+    assert scores == pytest.approx(expected)
