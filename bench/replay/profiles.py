@@ -30,6 +30,22 @@ PROFILES: dict[str, GatewayProfile] = {
     "cache-aware": GatewayProfile(
         [
             {"ref": "healthy-filter"},
+            {"ref": "bounded-prefill"},
+            {"ref": "sla-filter"},
+            {"ref": "kv-cost", "weight": 3.0},
+            {"ref": "prefix-cache-scorer", "weight": 1.0},
+            {"ref": "load-scorer", "weight": 1.0},
+            {"ref": "max-score-picker"},
+        ],
+        [
+            {"type": "bounded-load-filter", "name": "bounded-prefill", "params": {"by": "tokens"}},
+            {"type": "kv-cost-scorer", "name": "kv-cost", "params": {"work_weight": 1.0}},
+        ],
+    ),
+    # The same before work_weight and the prefill bound: every request for itself.
+    "cache-aware-greedy": GatewayProfile(
+        [
+            {"ref": "healthy-filter"},
             {"ref": "bounded-load-filter"},
             {"ref": "sla-filter"},
             {"ref": "kv-cost-scorer", "weight": 3.0},
