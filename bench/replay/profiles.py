@@ -31,6 +31,7 @@ PROFILES: dict[str, GatewayProfile] = {
         [
             {"ref": "healthy-filter"},
             {"ref": "bounded-prefill"},
+            {"ref": "bounded-requests"},
             {"ref": "sla-filter"},
             {"ref": "kv-cost", "weight": 3.0},
             {"ref": "prefix-cache-scorer", "weight": 1.0},
@@ -39,6 +40,11 @@ PROFILES: dict[str, GatewayProfile] = {
         ],
         [
             {"type": "bounded-load-filter", "name": "bounded-prefill", "params": {"by": "tokens"}},
+            {
+                "type": "bounded-load-filter",
+                "name": "bounded-requests",
+                "params": {"by": "requests", "min_in_flight": 4},
+            },
             {"type": "kv-cost-scorer", "name": "kv-cost", "params": {"work_weight": 1.0}},
         ],
     ),
