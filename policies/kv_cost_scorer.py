@@ -16,6 +16,7 @@ from policies.predict import (
     describe_cache,
     predicted_tpot_ms,
     predicted_ttft_ms,
+    prefill_ms,
     uncached_tokens,
 )
 
@@ -87,8 +88,7 @@ class KvCostScorer:
         tpot = predicted_tpot_ms(b, growth_per_decode=p.tpot_growth_per_decode)
         cost = ttft + p.decode_weight * tpot * self._expected_output_tokens(snapshot)
         if p.work_weight:
-            speed = max(b.prefill_tokens_per_s, 1.0)
-            cost += p.work_weight * uncached_tokens(snapshot, b) / speed * 1000.0
+            cost += p.work_weight * prefill_ms(b, uncached_tokens(snapshot, b))
         return _Estimate(ttft, tpot, max(cost, _MIN_COST_MS))
 
     def _expected_output_tokens(self, snapshot: Snapshot) -> int:

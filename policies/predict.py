@@ -67,6 +67,11 @@ def decode_interference_ms(
     return steps * b.tpot_ms
 
 
+def prefill_ms(b: BackendView, tokens: int) -> float:
+    """Time `b` needs to prefill `tokens` at its estimated speed."""
+    return tokens / max(b.prefill_tokens_per_s, _MIN_PREFILL_TOKENS_PER_S) * 1000.0
+
+
 def predicted_ttft_ms(
     snapshot: Snapshot, b: BackendView, *, chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS
 ) -> float:
@@ -78,10 +83,9 @@ def predicted_ttft_ms(
     if known is not None:
         return known
     prefill_tokens = b.queued_prefill_tokens + uncached_tokens(snapshot, b)
-    speed = max(b.prefill_tokens_per_s, _MIN_PREFILL_TOKENS_PER_S)
     ttft = (
         b.network_ms
-        + prefill_tokens / speed * 1000.0
+        + prefill_ms(b, prefill_tokens)
         + decode_interference_ms(b, prefill_tokens, chunk_tokens=chunk_tokens)
     )
     snapshot.derived[key] = ttft

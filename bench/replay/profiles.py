@@ -23,21 +23,25 @@ def _pipeline(*scorers: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"ref": "healthy-filter"}, *scorers, {"ref": "max-score-picker"}]
 
 
+def _cache_aware(bounds: list[str], kv_cost: str) -> list[dict[str, Any]]:
+    """The cache-aware plugin list with the given load bounds and kv-cost policy."""
+    return [
+        {"ref": "healthy-filter"},
+        *({"ref": bound} for bound in bounds),
+        {"ref": "sla-filter"},
+        {"ref": kv_cost, "weight": 3.0},
+        {"ref": "prefix-cache-scorer", "weight": 1.0},
+        {"ref": "load-scorer", "weight": 1.0},
+        {"ref": "max-score-picker"},
+    ]
+
+
 PROFILES: dict[str, GatewayProfile] = {
     "round-robin": GatewayProfile(_pipeline({"ref": "round-robin-scorer"})),
     "least-load": GatewayProfile(_pipeline({"ref": "least-load-scorer"})),
     # The embedded default's cache-aware profile (gateway/examples/embedded.yaml).
     "cache-aware": GatewayProfile(
-        [
-            {"ref": "healthy-filter"},
-            {"ref": "bounded-prefill"},
-            {"ref": "bounded-requests"},
-            {"ref": "sla-filter"},
-            {"ref": "kv-cost", "weight": 3.0},
-            {"ref": "prefix-cache-scorer", "weight": 1.0},
-            {"ref": "load-scorer", "weight": 1.0},
-            {"ref": "max-score-picker"},
-        ],
+        _cache_aware(["bounded-prefill", "bounded-requests"], "kv-cost"),
         [
             {"type": "bounded-load-filter", "name": "bounded-prefill", "params": {"by": "tokens"}},
             {
@@ -49,17 +53,7 @@ PROFILES: dict[str, GatewayProfile] = {
         ],
     ),
     # The same before work_weight and the prefill bound: every request for itself.
-    "cache-aware-greedy": GatewayProfile(
-        [
-            {"ref": "healthy-filter"},
-            {"ref": "bounded-load-filter"},
-            {"ref": "sla-filter"},
-            {"ref": "kv-cost-scorer", "weight": 3.0},
-            {"ref": "prefix-cache-scorer", "weight": 1.0},
-            {"ref": "load-scorer", "weight": 1.0},
-            {"ref": "max-score-picker"},
-        ]
-    ),
+    "cache-aware-greedy": GatewayProfile(_cache_aware(["bounded-load-filter"], "kv-cost-scorer")),
 }
 SGLANG = "sglang"
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware", SGLANG)

@@ -306,13 +306,15 @@ class BatchScheduler:
 
     def _mark_pending(self, sequence: EngineSequence, delta: int) -> None:
         """Count (or uncount) the blocks ``sequence`` has yet to compute as pending."""
-        pending = self._pending
         for block_id in sequence.block_ids[sequence._committed :]:
-            count = pending.get(block_id, 0) + delta
-            if count > 0:
-                pending[block_id] = count
-            else:
-                pending.pop(block_id, None)
+            self._count_pending(block_id, delta)
+
+    def _count_pending(self, block_id: bytes, delta: int) -> None:
+        count = self._pending.get(block_id, 0) + delta
+        if count > 0:
+            self._pending[block_id] = count
+        else:
+            self._pending.pop(block_id, None)
 
     async def _sleep_step(self, duration: float) -> None:
         now = self._clock.now()
@@ -348,15 +350,10 @@ class BatchScheduler:
         ready = len(ids)
         if sequence.computed < sequence.prompt_tokens:
             ready = min(ready, sequence.computed // self.params.block_tokens)
-        pending = self._pending
         for index in range(sequence._committed, ready):
             block_id = ids[index]
             self.cache.commit(allocation, block_id)
-            count = pending.get(block_id, 0) - 1
-            if count > 0:
-                pending[block_id] = count
-            else:
-                pending.pop(block_id, None)
+            self._count_pending(block_id, -1)
         sequence._committed = max(sequence._committed, ready)
 
     def _emit(self, sequence: EngineSequence) -> None:
