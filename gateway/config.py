@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from gateway.quality.config import ProbeConfig, QualityConfig
 from policies.pipeline import pipeline_problems
 
 BackendKind = Literal[
@@ -155,6 +156,9 @@ class BackendConfig(_Strict):
     metrics: MetricsConfig | None = Field(
         None, description="Scrape the engine's /metrics for its own load (default: off)."
     )
+    probes: ProbeConfig | None = Field(
+        None, description="This backend's quality probes; unset: `quality.probes`."
+    )
 
     @model_validator(mode="after")
     def _check_address(self) -> BackendConfig:
@@ -262,6 +266,7 @@ class Config(_Strict):
     policies: list[PolicyConfig] = Field(default_factory=list)
     profiles: list[ProfileConfig] = Field(min_length=1)
     state: StateConfig = StateConfig()
+    quality: QualityConfig = QualityConfig()
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:

@@ -140,12 +140,11 @@ class Router:
         fingerprint = self._fingerprint(route.model, traits)
         if fingerprint is None:
             return PromptWork()
-        groups = {self._group[name] for name in route.backends}
-        matched = self.index.match(fingerprint.blocks, groups)
-        cached = {
-            name: fingerprint.tokens_in(matched.get(self._group[name], 0))
-            for name in route.backends
-        }
+        group = self._group
+        matched = self.index.match(fingerprint.blocks, {group[name] for name in route.backends})
+        # Backends mostly share a few prefix lengths (none, the system prompt, the whole).
+        tokens = {n: fingerprint.tokens_in(n) for n in {0, *matched.values()}}
+        cached = {name: tokens[matched.get(group[name], 0)] for name in route.backends}
         return PromptWork(fingerprint, cached)
 
     def _fingerprint(self, model: str, traits: RequestTraits) -> Fingerprint | None:

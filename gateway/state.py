@@ -38,6 +38,11 @@ class _BackendState:
     scrapes: int = 0
     scrape_failures: int = 0
     scrape_error: str = ""
+    view: BackendView | None = None
+    """The view last built, kept while nothing it shows has changed: every mutation below
+    clears it (FleetState.views has the time-dependent cases)."""
+    view_engine_fresh: bool = False
+    """Whether `view` shows an engine reading, which goes stale with time alone."""
 
 
 class FleetState:
@@ -70,8 +75,37 @@ class FleetState:
         return seq
 
     def views(self, names: Iterable[str]) -> dict[str, BackendView]:
+        """What the policies see of each backend now.
+
+        A backend's view is rebuilt only when it could differ from the last one: after any
+        recorded change (which clears it), when its speed estimates moved, when the engine
+        reading it shows went stale, and always while ejected (the reason counts down).
+        Most decisions then rebuild one or two views of sixteen.
+        """
         now = self._clock()
-        return {name: self._view(self._backends[name], now) for name in names}
+        backends = self._backends
+        found = {}
+        for name in names:
+            state = backends[name]
+            view = state.view
+            if view is None or not self._still_current(state, view, now):
+                view = self._view(state, now)
+                state.view = view if state.ejected_until <= now else None
+                state.view_engine_fresh = self._fresh_engine(state, now) is not None
+            found[name] = view
+        return found
+
+    def _still_current(self, state: _BackendState, view: BackendView, now: float) -> bool:
+        """`view` (built at an earlier `now`, nothing recorded since) is what `_view` would
+        build now: the same estimates, and the engine reading it shows still fresh."""
+        est = state.estimates
+        if (
+            view.prefill_tokens_per_s != est.prefill_tokens_per_s
+            or view.tpot_ms != est.tpot_ms
+            or view.network_ms != est.network_ms
+        ):
+            return False
+        return not state.view_engine_fresh or self._fresh_engine(state, now) is not None
 
     def _view(self, state: _BackendState, now: float) -> BackendView:
         healthy, reason = self._health_of(state, now)
@@ -118,20 +152,28 @@ class FleetState:
         state.in_flight += 1
         state.requests += 1
         state.queued_prefill_tokens += uncached_tokens
+        state.view = None
         return queue_was_empty
 
     def prefill_done(self, name: str, uncached_tokens: int) -> None:
         state = self._backends[name]
         state.queued_prefill_tokens = max(0, state.queued_prefill_tokens - uncached_tokens)
+        state.view = None
 
     def decode_started(self, name: str) -> None:
-        self._backends[name].decoding += 1
+        state = self._backends[name]
+        state.decoding += 1
+        state.view = None
 
     def decode_ended(self, name: str) -> None:
-        self._backends[name].decoding -= 1
+        state = self._backends[name]
+        state.decoding -= 1
+        state.view = None
 
     def release(self, name: str) -> None:
-        self._backends[name].in_flight -= 1
+        state = self._backends[name]
+        state.in_flight -= 1
+        state.view = None
 
     def estimates(self, name: str) -> BackendEstimates:
         return self._backends[name].estimates
@@ -152,6 +194,7 @@ class FleetState:
         counts. A backend this replica does not know is ignored; one missing gets zeros."""
         for name, state in self._backends.items():
             state.remote = load.get(name, (0, 0, 0))
+            state.view = None
 
     def record_engine_load(self, name: str, load: EngineLoad | None, error: str = "") -> None:
         """A scrape that got an answer: `load`, or None with `error` saying why there was
@@ -164,6 +207,7 @@ class FleetState:
             return
         state.engine = load
         state.engine_at = self._clock()
+        state.view = None
 
     def in_flight(self, name: str) -> int:
         return self._backends[name].in_flight
@@ -178,6 +222,7 @@ class FleetState:
         state = self._backends[name]
         state.failures += 1
         state.consecutive_failures += 1
+        state.view = None
         if state.consecutive_failures >= self._health.consecutive_failures:
             state.ejections += 1
             backoff = self._health.ejection_base_s * 2 ** (state.ejections - 1)
@@ -193,6 +238,7 @@ class FleetState:
         """Keep traffic off a backend that asked for it (429 with Retry-After)."""
         state = self._backends[name]
         until = self._clock() + seconds
+        state.view = None
         if until > state.ejected_until:
             state.ejected_until = until
             state.ejected_reason = reason
@@ -201,6 +247,7 @@ class FleetState:
         state = self._backends[name]
         state.probe_ok = ok
         state.probe_reason = reason
+        state.view = None
         if ok and state.ejected_until and state.ejected_until <= self._clock():
             state.ejected_until = 0.0
 

@@ -48,6 +48,26 @@ class BackendView:
     """Fraction (0..1) of the KV cache the engine reports in use; None as above."""
 
 
+QualityState = Literal["healthy", "probation", "ejected", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class QualityView:
+    """A backend's live quality for the request's model (gateway/quality/), as policies see it."""
+
+    fidelity: float = 1.0
+    """In [0, 1]: is this the right model, served correctly (errors, tool calls, loops,
+    truncation, canary drift). The worst signal sets it."""
+    sla: float = 1.0
+    """In [0, 1]: does it meet the TTFT / TPOT it promised, lately."""
+    state: QualityState = "unknown"
+    """healthy; ejected (kept off traffic until `ejected_for_s` passes); probation (back
+    from an ejection, not yet above the restore threshold); unknown (no evidence yet)."""
+    reason: str = "no evidence yet"
+    """The signal that hurt most, in words."""
+    ejected_for_s: float = 0.0
+
+
 @dataclass(frozen=True, slots=True)
 class RequestInfo:
     """What the policies may know about the request being routed."""
@@ -77,6 +97,8 @@ class Snapshot:
     now_s: float
     cached_tokens: Mapping[str, int] = field(default_factory=dict)
     """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
+    quality: Mapping[str, QualityView] = field(default_factory=dict)
+    """Each backend's live quality for the request's model; absent: no quality tracking."""
     derived: dict[tuple[object, ...], float] = field(
         default_factory=dict, compare=False, repr=False
     )

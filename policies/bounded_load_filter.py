@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -11,23 +12,31 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from policies.base import BackendView, PolicyParams, Role, Snapshot, Verdict
-from policies.predict import uncached_tokens
+from policies.predict import uncached_tokens_each
 
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    """The limit every candidate is held to for this request."""
+    """The limit every candidate is held to for this request; the rest is only for reasons."""
 
     limit: int
-    unit: str
-    shown: str
-    """`bound 6 (mean 4.0, ε 0.25)`, formatted once per request."""
+    by_requests: bool
+    total: int
+    n: int
+    epsilon: float
 
     def describe(self, current: int, added: int, sign: str) -> str:
-        return f"{current:,} + {added:,} {self.unit} {sign} {self.shown}"
+        unit = "in flight" if self.by_requests else "prefill tokens"
+        return f"{current:,} + {added:,} {unit} {sign} {self.shown()}"
 
     def describe_kept(self, current: int, added: int) -> str:
         return f"least loaded, kept: {self.describe(current, added, '>')}"
+
+    def shown(self) -> str:
+        """`bound 6 (mean 4.0, ε 0.25)`."""
+        mean = self.total / self.n
+        mean_text = f"{mean:.1f}" if self.by_requests else f"{mean:,.0f}"
+        return f"bound {self.limit:,} (mean {mean_text}, ε {self.epsilon:g})"
 
 
 def _below_min(in_flight: int, minimum: int) -> str:
@@ -67,29 +76,31 @@ class BoundedLoadFilter:
     ) -> Mapping[str, Verdict]:
         if not candidates:
             return {}
-        loads = {b.name: self._load(snapshot, b) for b in candidates}
-        bound = self._bound(snapshot, [current for current, _ in loads.values()])
-        least = min(current + added for current, added in loads.values())
+        current, added = self._loads(snapshot, candidates)
+        bound = self._bound(snapshot, current)
+        limit, minimum = bound.limit, self.params.min_in_flight
+        least = min(map(operator.add, current, added))
         verdicts = {}
-        for b in candidates:
-            current, added = loads[b.name]
-            if b.in_flight < self.params.min_in_flight:
-                verdicts[b.name] = Verdict(
-                    True, partial(_below_min, b.in_flight, self.params.min_in_flight)
-                )
-            elif current + added <= bound.limit:
-                verdicts[b.name] = Verdict(True, partial(bound.describe, current, added, "≤"))
-            elif current + added == least:
-                verdicts[b.name] = Verdict(True, partial(bound.describe_kept, current, added))
+        for b, now, more in zip(candidates, current, added, strict=True):
+            if b.in_flight < minimum:
+                verdict = Verdict(True, partial(_below_min, b.in_flight, minimum))
+            elif now + more <= limit:
+                verdict = Verdict(True, partial(bound.describe, now, more, "≤"))
+            elif now + more == least:
+                verdict = Verdict(True, partial(bound.describe_kept, now, more))
             else:
-                verdicts[b.name] = Verdict(False, partial(bound.describe, current, added, ">"))
+                verdict = Verdict(False, partial(bound.describe, now, more, ">"))
+            verdicts[b.name] = verdict
         return verdicts
 
-    def _load(self, snapshot: Snapshot, b: BackendView) -> tuple[int, int]:
-        """(load now, load this request would add) in the configured unit."""
+    def _loads(
+        self, snapshot: Snapshot, candidates: Sequence[BackendView]
+    ) -> tuple[list[int], list[int]]:
+        """Per candidate, (load now, load this request would add) in the configured unit."""
         if self.params.by == "requests":
-            return max(0, b.in_flight), 1
-        return max(0, b.queued_prefill_tokens), uncached_tokens(snapshot, b)
+            return [max(0, b.in_flight) for b in candidates], [1] * len(candidates)
+        current = [max(0, b.queued_prefill_tokens) for b in candidates]
+        return current, uncached_tokens_each(snapshot, candidates)
 
     def _bound(self, snapshot: Snapshot, current: Sequence[int]) -> _Bound:
         by_requests = self.params.by == "requests"
@@ -97,6 +108,4 @@ class BoundedLoadFilter:
         n, total, eps = len(current), sum(current), self.params.epsilon
         # Rounded first so that float noise (1.1 * 10 = 11.000000000000002) cannot add one.
         limit = math.ceil(round((1.0 + eps) * (total + added) / n, 9))
-        mean = f"{total / n:.1f}" if by_requests else f"{total / n:,.0f}"
-        shown = f"bound {limit:,} (mean {mean}, ε {eps:g})"
-        return _Bound(limit, "in flight" if by_requests else "prefill tokens", shown)
+        return _Bound(limit, by_requests, total, n, eps)

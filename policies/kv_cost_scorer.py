@@ -12,12 +12,11 @@ from pydantic import Field
 from policies.base import BackendView, Role, Score, Snapshot
 from policies.predict import (
     PredictionParams,
-    cached_prompt_tokens,
+    cached_prompt_tokens_each,
     describe_cache,
-    predicted_tpot_ms,
-    predicted_ttft_ms,
+    predicted_tpots_ms,
+    predicted_ttfts_ms,
     prefill_ms,
-    uncached_tokens,
 )
 
 _MIN_COST_MS = 1.0
@@ -66,30 +65,31 @@ class KvCostScorer:
         self.params = params
 
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
-        estimates = [(b, self._estimate(snapshot, b)) for b in candidates]
-        cheapest = min((e.cost_ms for _, e in estimates), default=_MIN_COST_MS)
+        cached = cached_prompt_tokens_each(snapshot, candidates)
+        estimates = self._estimates(snapshot, candidates, cached)
+        cheapest = min((e.cost_ms for e in estimates), default=_MIN_COST_MS)
+        prompt = snapshot.request.prompt_tokens
         return {
-            b.name: Score(
-                cheapest / e.cost_ms,
-                partial(
-                    _reason,
-                    cached_prompt_tokens(snapshot, b),
-                    snapshot.request.prompt_tokens,
-                    b.in_flight,
-                    e,
-                ),
-            )
-            for b, e in estimates
+            b.name: Score(cheapest / e.cost_ms, partial(_reason, hit, prompt, b.in_flight, e))
+            for b, hit, e in zip(candidates, cached, estimates, strict=True)
         }
 
-    def _estimate(self, snapshot: Snapshot, b: BackendView) -> _Estimate:
+    def _estimates(
+        self, snapshot: Snapshot, candidates: Sequence[BackendView], cached: Sequence[int]
+    ) -> list[_Estimate]:
         p = self.params
-        ttft = predicted_ttft_ms(snapshot, b, chunk_tokens=p.prefill_chunk_tokens)
-        tpot = predicted_tpot_ms(b, growth_per_decode=p.tpot_growth_per_decode)
-        cost = ttft + p.decode_weight * tpot * self._expected_output_tokens(snapshot)
-        if p.work_weight:
-            cost += p.work_weight * prefill_ms(b, uncached_tokens(snapshot, b))
-        return _Estimate(ttft, tpot, max(cost, _MIN_COST_MS))
+        ttfts = predicted_ttfts_ms(snapshot, candidates, chunk_tokens=p.prefill_chunk_tokens)
+        tpots = predicted_tpots_ms(candidates, growth_per_decode=p.tpot_growth_per_decode)
+        decode_weight, work_weight = p.decode_weight, p.work_weight
+        output, prompt = self._expected_output_tokens(snapshot), snapshot.request.prompt_tokens
+        estimates = []
+        for b, ttft, tpot, hit in zip(candidates, ttfts, tpots, cached, strict=True):
+            cost = ttft + decode_weight * tpot * output
+            if work_weight:
+                uncached = prompt - hit if prompt > hit else 0
+                cost += work_weight * prefill_ms(b, uncached)
+            estimates.append(_Estimate(ttft, tpot, max(cost, _MIN_COST_MS)))
+        return estimates
 
     def _expected_output_tokens(self, snapshot: Snapshot) -> int:
         cap, asked = self.params.max_output_tokens, snapshot.request.max_tokens

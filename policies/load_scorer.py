@@ -41,15 +41,17 @@ class LoadScorer:
         self.params = params
 
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
-        return {b.name: Score(self._value(b), partial(_reason, b)) for b in candidates}
-
-    def _value(self, b: BackendView) -> float:
-        load = (
-            effective_requests(b) / self.params.in_flight_scale
-            + max(0, b.queued_prefill_tokens) / self.params.tokens_scale
-            + self.params.kv_weight * (b.engine_kv_usage or 0.0)
-        )
-        return 1.0 / (1.0 + load)
+        p = self.params
+        in_flight_scale, tokens_scale, kv_weight = p.in_flight_scale, p.tokens_scale, p.kv_weight
+        scores = {}
+        for b in candidates:
+            load = (
+                effective_requests(b) / in_flight_scale
+                + max(0, b.queued_prefill_tokens) / tokens_scale
+                + kv_weight * (b.engine_kv_usage or 0.0)
+            )
+            scores[b.name] = Score(1.0 / (1.0 + load), partial(_reason, b))
+        return scores
 
 
 def effective_requests(b: BackendView) -> int:

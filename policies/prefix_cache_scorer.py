@@ -10,7 +10,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
-from policies.predict import cached_prompt_tokens, describe_cache
+from policies.predict import cached_prompt_tokens_each, describe_cache
 
 
 class PrefixCacheScorer:
@@ -35,10 +35,8 @@ class PrefixCacheScorer:
 
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
         prompt, scale = snapshot.request.prompt_tokens, self.params.scale_tokens
-        scores = {}
-        for b in candidates:
-            cached = cached_prompt_tokens(snapshot, b)
-            scores[b.name] = Score(
-                -math.expm1(-cached / scale), partial(describe_cache, cached, prompt)
-            )
-        return scores
+        cached = cached_prompt_tokens_each(snapshot, candidates)
+        return {
+            b.name: Score(-math.expm1(-hit / scale), partial(describe_cache, hit, prompt))
+            for b, hit in zip(candidates, cached, strict=True)
+        }

@@ -19,6 +19,8 @@ from policies.load_scorer import LoadScorer
 from policies.max_score_picker import MaxScorePicker
 from policies.model_match_filter import ModelMatchFilter
 from policies.prefix_cache_scorer import PrefixCacheScorer
+from policies.quality_filter import QualityFilter
+from policies.quality_scorer import QualityScorer
 from policies.random_scorer import RandomScorer
 from policies.round_robin_scorer import RoundRobinScorer
 from policies.session_affinity_scorer import SessionAffinityScorer
@@ -57,6 +59,7 @@ _CANONICAL: dict[str, PolicyFactory] = {
     CapacityFilter.type_name: CapacityFilter,
     BoundedLoadFilter.type_name: BoundedLoadFilter,
     SlaFilter.type_name: SlaFilter,
+    QualityFilter.type_name: QualityFilter,
     RoundRobinScorer.type_name: RoundRobinScorer,
     RandomScorer.type_name: RandomScorer,
     LeastLoadScorer.type_name: LeastLoadScorer,
@@ -64,6 +67,7 @@ _CANONICAL: dict[str, PolicyFactory] = {
     PrefixCacheScorer.type_name: PrefixCacheScorer,
     LoadScorer.type_name: LoadScorer,
     KvCostScorer.type_name: KvCostScorer,
+    QualityScorer.type_name: QualityScorer,
     MaxScorePicker.type_name: MaxScorePicker,
     WeightedRandomPicker.type_name: WeightedRandomPicker,
 }

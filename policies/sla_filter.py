@@ -7,7 +7,7 @@ from functools import partial
 from typing import ClassVar, Literal, NamedTuple
 
 from policies.base import BackendView, RequestInfo, Role, Snapshot, Verdict
-from policies.predict import PredictionParams, predicted_tpot_ms, predicted_ttft_ms
+from policies.predict import PredictionParams, predicted_tpots_ms, predicted_ttfts_ms
 
 Metric = Literal["TTFT", "TPOT"]
 _NO_SLA = Verdict(True, "no SLA")
@@ -18,6 +18,8 @@ class _Target(NamedTuple):
     ms: float
     shown: str
     """`500 ms`, formatted once per request rather than once per candidate."""
+    missed: tuple[Metric, ...]
+    """`(metric,)`: what a candidate missing this target misses."""
 
 
 class _Assessment(NamedTuple):
@@ -59,7 +61,11 @@ class SlaFilter:
         targets = _targets(snapshot.request)
         if not targets:
             return {b.name: _NO_SLA for b in candidates}
-        found = {b.name: self._assess(snapshot, b, targets) for b in candidates}
+        columns = [self._predicted(snapshot, candidates, t.metric) for t in targets]
+        found = {
+            b.name: _assess(targets, predicted)
+            for b, predicted in zip(candidates, zip(*columns, strict=True), strict=True)
+        }
         if self.params.strict or any(not a.missed for a in found.values()):
             return {name: Verdict(not a.missed, a.reason) for name, a in found.items()}
         missed = {m for a in found.values() for m in a.missed}
@@ -67,18 +73,22 @@ class SlaFilter:
         keep_all = f"all candidates predicted to miss {summary}; keeping all"
         return {name: Verdict(True, partial(_kept, keep_all, a)) for name, a in found.items()}
 
-    def _assess(
-        self, snapshot: Snapshot, b: BackendView, targets: tuple[_Target, ...]
-    ) -> _Assessment:
-        predicted = tuple(self._predict(snapshot, b, t.metric) for t in targets)
-        missed = tuple(t.metric for t, p in zip(targets, predicted, strict=True) if p > t.ms)
-        return _Assessment(missed, predicted, targets)
-
-    def _predict(self, snapshot: Snapshot, b: BackendView, metric: Metric) -> float:
+    def _predicted(
+        self, snapshot: Snapshot, candidates: Sequence[BackendView], metric: Metric
+    ) -> list[float]:
+        """The metric's prediction for every candidate, in order."""
         p = self.params
         if metric == "TTFT":
-            return predicted_ttft_ms(snapshot, b, chunk_tokens=p.prefill_chunk_tokens)
-        return predicted_tpot_ms(b, growth_per_decode=p.tpot_growth_per_decode)
+            return predicted_ttfts_ms(snapshot, candidates, chunk_tokens=p.prefill_chunk_tokens)
+        return predicted_tpots_ms(candidates, growth_per_decode=p.tpot_growth_per_decode)
+
+
+def _assess(targets: tuple[_Target, ...], predicted: tuple[float, ...]) -> _Assessment:
+    if len(targets) == 1:  # the usual case, without the generator
+        missed = targets[0].missed if predicted[0] > targets[0].ms else ()
+    else:
+        missed = tuple(t.metric for t, p in zip(targets, predicted, strict=True) if p > t.ms)
+    return _Assessment(missed, predicted, targets)
 
 
 def _kept(summary: str, assessment: _Assessment) -> str:
@@ -88,9 +98,9 @@ def _kept(summary: str, assessment: _Assessment) -> str:
 def _targets(request: RequestInfo) -> tuple[_Target, ...]:
     targets = []
     if request.ttft_slo_ms is not None:
-        targets.append(_Target("TTFT", request.ttft_slo_ms, _ms(request.ttft_slo_ms)))
+        targets.append(_Target("TTFT", request.ttft_slo_ms, _ms(request.ttft_slo_ms), ("TTFT",)))
     if request.tpot_slo_ms is not None:
-        targets.append(_Target("TPOT", request.tpot_slo_ms, _ms(request.tpot_slo_ms)))
+        targets.append(_Target("TPOT", request.tpot_slo_ms, _ms(request.tpot_slo_ms), ("TPOT",)))
     return tuple(targets)
 
 

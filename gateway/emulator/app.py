@@ -14,13 +14,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from gateway.emulator.context_window import VisiblePrompt
+from gateway.emulator.fault_injection import RequestFaults
 from gateway.emulator.generation import (
+    AnswerStyle,
     ChoiceOutput,
     embedding_vector,
     encode_base64_floats,
     generate_choices,
 )
 from gateway.emulator.metrics import prometheus_text
+from gateway.emulator.needle import needle_answer, needle_key
 from gateway.emulator.pacing import Pacer
 from gateway.emulator.request_parsing import (
     BadRequest,
@@ -33,6 +37,7 @@ from gateway.emulator.request_parsing import (
 from gateway.emulator.runtime_state import EmulatorRuntime
 from gateway.emulator.settings import Faults
 from gateway.emulator.stream_events import StepEvent, chat_events, completion_events
+from gateway.emulator.text import CHARS_PER_TOKEN
 from gateway.emulator.timed_response import TimedResponse
 from gateway.emulator.timeline import Timeline, plan_timeline
 from gateway.emulator.wire_format import (
@@ -111,7 +116,7 @@ class _Endpoints:
             vectors = [encode_base64_floats(vector) for vector in vectors]
         body = embeddings_body(parsed.model, vectors, parsed.prompt_tokens)
         due = self._runtime.timing.first_token_delay_s(parsed.prompt_tokens)
-        return self._json(body, due)
+        return self._json(body, due, spike_s=self._latency_spike_s())
 
     async def get_faults(self, request: Request) -> Response:
         return Response(self._runtime.faults.model_dump_json(), media_type="application/json")
@@ -126,7 +131,8 @@ class _Endpoints:
 
     async def stats(self, request: Request) -> Response:
         runtime = self._runtime
-        numbers = {**asdict(runtime.stats), **runtime.snapshot().as_stats()}
+        injected = runtime.injector.counters.as_stats()
+        numbers = {**asdict(runtime.stats), **runtime.snapshot().as_stats(), **injected}
         return Response(orjson.dumps(numbers), media_type="application/json")
 
     async def metrics(self, request: Request) -> Response:
@@ -136,16 +142,20 @@ class _Endpoints:
         failure = self._injected_failure()
         if failure is not None:
             return failure
+        runtime = self._runtime
         try:
             body = parse_json_body(await request.body())
             generation = parse(body)
             self._check_model(generation.model)
-            choices = generate_choices(generation)
-            timeline = plan_timeline(self._runtime, body, generation, choices, chat=chat)
+            prompt = _visible_prompt(runtime, body, generation, chat=chat)
+            request_faults = runtime.injector.roll(generation)
+            choices = generate_choices(generation, _style(prompt, request_faults))
+            timeline = plan_timeline(runtime, prompt, choices)
         except BadRequest as exc:
             return self._error(exc.status, exc.message, exc.param, exc.code)
+        spike_s = self._latency_spike_s()
         if generation.sampling.stream:
-            return self._stream(generation, choices, timeline, chat=chat)
+            return self._stream(generation, choices, timeline, request_faults, spike_s, chat=chat)
         meta = _meta(generation.model, chat=chat, chunk=False)
         render = chat_body if chat else completion_body
         top_logprobs, usage_of = generation.top_logprobs, timeline.usage
@@ -153,13 +163,15 @@ class _Endpoints:
         def rendered() -> bytes:
             return render(meta, choices, top_logprobs, usage_of())
 
-        return self._json(rendered, timeline.last_offset(choices), timeline.pacer)
+        return self._json(rendered, timeline.last_offset(choices), timeline.pacer, spike_s)
 
     def _stream(
         self,
         generation: GenerationRequest,
         choices: list[ChoiceOutput],
         timeline: Timeline,
+        faults: RequestFaults,
+        spike_s: float,
         *,
         chat: bool,
     ) -> TimedResponse:
@@ -168,26 +180,28 @@ class _Endpoints:
         final_usage = timeline.usage if sampling.include_usage else None
         render = chat_events if chat else completion_events
         events = render(frame, choices, generation.top_logprobs, final_usage)
-        events, complete, ok = self._stream_faults(events)
+        events, complete, ok = self._stream_faults(events, faults.cut_after_chunks)
         return TimedResponse(
             status=200,
             headers=_SSE_HEADERS,
             events=[(timeline.offset(index), data) for index, data in events],
             stats=self._runtime.stats,
-            stall_s=self._runtime.faults.stall_before_first_byte_s,
+            stall_s=self._runtime.faults.stall_before_first_byte_s + spike_s,
             headers_first=True,
             complete=complete,
             ok=ok,
             pacer=timeline.pacer,
         )
 
-    def _stream_faults(self, events: list[StepEvent]) -> tuple[list[StepEvent], bool, bool]:
+    def _stream_faults(
+        self, events: list[StepEvent], cut_after_chunks: int | None
+    ) -> tuple[list[StepEvent], bool, bool]:
         """Apply cut / error-event faults: (events, body complete, request ok)."""
         faults = self._runtime.faults
         # The last event is [DONE]; a faulty stream never reaches it.
         chunks = len(events) - 1
-        if faults.cut_stream_after_chunks is not None:
-            return events[: min(faults.cut_stream_after_chunks, chunks)], False, False
+        if cut_after_chunks is not None:
+            return events[: min(cut_after_chunks, chunks)], False, False
         if faults.error_event_after_chunks is not None:
             kept = events[: min(faults.error_event_after_chunks, chunks)]
             step = kept[-1][0] if kept else 0
@@ -206,14 +220,19 @@ class _Endpoints:
         retry_after = self._runtime.faults.retry_after_s
         return self._error(status, f"Emulated failure ({status}).", None, None, retry_after)
 
-    def _json(self, body: Payload, due: float, pacer: Pacer | None = None) -> TimedResponse:
+    def _latency_spike_s(self) -> float:
+        return self._runtime.injector.latency_spike_s(self._runtime.settings.time_scale)
+
+    def _json(
+        self, body: Payload, due: float, pacer: Pacer | None = None, spike_s: float = 0.0
+    ) -> TimedResponse:
         # TimedResponse adds content-length: the body may be rendered only when due.
         return TimedResponse(
             status=200,
             headers=[(b"content-type", _JSON)],
             events=[(due, body)],
             stats=self._runtime.stats,
-            stall_s=self._runtime.faults.stall_before_first_byte_s,
+            stall_s=self._runtime.faults.stall_before_first_byte_s + spike_s,
             pacer=pacer,
         )
 
@@ -238,6 +257,21 @@ class _Endpoints:
             stall_s=self._runtime.faults.stall_before_first_byte_s,
             ok=False,
         )
+
+
+def _visible_prompt(
+    runtime: EmulatorRuntime, body: dict[str, Any], generation: GenerationRequest, *, chat: bool
+) -> VisiblePrompt:
+    # Truncation measures tokens as the cost model in use counts them.
+    per_token = runtime.settings.bytes_per_token if runtime.engine else CHARS_PER_TOKEN
+    keep = runtime.faults.truncate_context_tokens
+    return VisiblePrompt(body, generation, chat=chat, keep_tokens=keep, bytes_per_token=per_token)
+
+
+def _style(prompt: VisiblePrompt, faults: RequestFaults) -> AnswerStyle:
+    key = needle_key(prompt.body) if prompt.chat else None
+    answer = None if key is None else needle_answer(key, prompt.text())
+    return AnswerStyle(answer, faults.loop, faults.substitute, faults.tool_fault)
 
 
 def _meta(model: str, *, chat: bool, chunk: bool) -> ResponseMeta:

@@ -40,6 +40,17 @@ _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--stall-before-first-byte-s", "stall_before_first_byte_s", float),
     ("--cut-stream-after-chunks", "cut_stream_after_chunks", int),
     ("--error-event-after-chunks", "error_event_after_chunks", int),
+    ("--fault-seed", "seed", int),
+    ("--cut-stream-rate", "cut_stream_rate", float),
+    ("--malformed-tool-call-rate", "malformed_tool_call_rate", float),
+    ("--loop-rate", "loop_rate", float),
+    ("--truncate-context-tokens", "truncate_context_tokens", int),
+    ("--substitute-model", "substitute_model", bool),
+    ("--latency-spike-rate", "latency_spike_rate", float),
+    ("--latency-spike-s", "latency_spike_s", float),
+    ("--error-burst-rate", "error_burst_rate", float),
+    ("--error-burst-length", "error_burst_length", int),
+    ("--error-burst-status", "error_burst_status", int),
 ]
 _CHOICES = {"cost_model": ("linear", "batched")}
 
@@ -65,9 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
     for flag, field, kind in _FAULT_FLAGS:
         info = Faults.model_fields[field]
-        parser.add_argument(
-            flag, dest=field, type=kind, help=f"{info.description} (default: {info.default})"
-        )
+        help_text = f"{info.description} (default: {info.default})"
+        if kind is bool:
+            # A switch; None when absent, so the model's default applies.
+            parser.add_argument(flag, dest=field, action="store_true", default=None, help=help_text)
+        else:
+            parser.add_argument(flag, dest=field, type=kind, help=help_text)
 
 
 def _add_address_arguments(parser: argparse.ArgumentParser) -> None:

@@ -47,8 +47,11 @@ class Sampling:
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
+    """The function the emulator calls, and the names of every function the request declared."""
+
     name: str
     parameters: object
+    declared: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +92,7 @@ def parse_chat(body: dict[str, Any]) -> GenerationRequest:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty array.", "messages")
-    prompt = "\n".join(_message_text(message) for message in messages)
+    prompt = "\n".join(message_text(message) for message in messages)
     logprobs = _optional_bool(body, "logprobs")
     top = _int_field(body, "top_logprobs", 0, 0, MAX_TOP_LOGPROBS)
     max_tokens = _int_or_none(body, "max_completion_tokens", 0, MAX_TOKENS_LIMIT)
@@ -155,7 +158,8 @@ def _model(body: dict[str, Any]) -> str:
     return model
 
 
-def _message_text(message: object) -> str:
+def message_text(message: object) -> str:
+    """The text of a chat message: its string content or its text parts, joined."""
     if not isinstance(message, dict):
         raise BadRequest("Each message must be an object.", "messages")
     content = message.get("content")
@@ -220,7 +224,9 @@ def _pick_tool(body: dict[str, Any]) -> ToolSpec | None:
     name = chosen.get("name")
     if not isinstance(name, str) or not name:
         raise BadRequest("Every function needs a non-empty 'name'.", "tools")
-    return ToolSpec(name=name, parameters=chosen.get("parameters") or {"type": "object"})
+    declared = tuple(str(function.get("name")) for function in functions)
+    parameters = chosen.get("parameters") or {"type": "object"}
+    return ToolSpec(name=name, parameters=parameters, declared=declared)
 
 
 def _response_format(value: object) -> tuple[object | None, bool]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gateway.emulator.fault_injection import FaultInjector
 from gateway.emulator.kv_cache import KVCache
 from gateway.emulator.metrics import EngineCounters, EngineSnapshot
 from gateway.emulator.prompt_blocks import PromptHasher
@@ -51,21 +52,25 @@ class EmulatorRuntime:
         self.settings = settings
         self.timing: TimingModel = timing or LinearTiming.from_settings(settings)
         # A copy: the settings stay frozen while PUT /emulator/faults replaces this.
-        self.faults: Faults = settings.faults.model_copy()
+        self.injector = FaultInjector(settings.faults.model_copy())
         self.stats = EmulatorStats()
         self.counters = EngineCounters()
         self.engine: BatchedEngine | None = None
         if settings.cost_model == "batched":
             self.engine = BatchedEngine(settings, self.counters, clock)
 
+    @property
+    def faults(self) -> Faults:
+        return self.injector.faults
+
+    @faults.setter
+    def faults(self, faults: Faults) -> None:
+        """Replacing the faults re-seeds their random draws."""
+        self.injector.replace(faults)
+
     def take_failure(self) -> int | None:
-        """Status to fail the next request with, consuming one of ``fail_count``."""
-        faults = self.faults
-        if faults.fail_status is None or faults.fail_count == 0:
-            return None
-        if faults.fail_count > 0:
-            faults.fail_count -= 1
-        return faults.fail_status
+        """Status to fail the next request with: ``fail_status`` or an error burst."""
+        return self.injector.take_failure()
 
     def snapshot(self) -> EngineSnapshot:
         """Engine numbers now; a linear engine reports requests in flight as running."""

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Rate = Annotated[float, Field(ge=0, le=1)]
 
 
 class Faults(BaseModel):
     """Failure injection for tests; replaced wholesale by ``PUT /emulator/faults``.
 
     Faults apply to inference endpoints only (chat, completions, embeddings), so that
-    health checks and the control endpoints keep working while an engine "fails".
+    health checks and the control endpoints keep working while an engine "fails". The
+    rates (probabilities per request) draw from one random generator per engine, seeded
+    by ``seed`` and re-seeded whenever the faults are replaced, so a test replays exactly.
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
@@ -33,6 +37,43 @@ class Faults(BaseModel):
     )
     error_event_after_chunks: int | None = Field(
         None, ge=0, description="Streams: after this many data chunks send an error event, end."
+    )
+    seed: int | None = Field(
+        None, description="Seeds the random draws of the rates; unset: unseeded."
+    )
+    cut_stream_rate: Rate | None = Field(
+        None,
+        description="Streams: share of streams cut after cut_stream_after_chunks chunks "
+        "(1 if unset); null: cut_stream_after_chunks alone cuts every stream.",
+    )
+    malformed_tool_call_rate: Rate = Field(
+        0.0,
+        description="Share of tool calls corrupted: arguments not JSON, an undeclared "
+        "tool name, or arguments against the tool's schema.",
+    )
+    loop_rate: Rate = Field(
+        0.0, description="Share of text answers that repeat a short phrase up to max_tokens."
+    )
+    truncate_context_tokens: int | None = Field(
+        None, ge=1, description="Silently keep only the last N prompt tokens; usage counts those."
+    )
+    substitute_model: bool = Field(
+        False, description="Serve another model under the same name: other text and logprobs."
+    )
+    latency_spike_rate: Rate = Field(
+        0.0, description="Share of requests that wait latency_spike_s before the first byte."
+    )
+    latency_spike_s: float = Field(
+        1.0, ge=0, description="Length of a latency spike, multiplied by the time scale."
+    )
+    error_burst_rate: Rate = Field(
+        0.0, description="Share of requests that start a burst of error_burst_length failures."
+    )
+    error_burst_length: int = Field(
+        5, ge=1, description="Requests failed by one burst, the one that starts it included."
+    )
+    error_burst_status: int = Field(
+        503, ge=400, le=599, description="Status of the requests failed by a burst."
     )
 
 

@@ -42,12 +42,11 @@ def completion_events(
 
 
 def _chat_steps(choice: ChoiceOutput, top_logprobs: int | None) -> list[list[Json]]:
-    index = choice.index
-    call = choice.tool_call
+    index, call, salt = choice.index, choice.tool_call, choice.logprob_salt
     if call is None:
         opening: Json = {"role": "assistant", "content": ""}
         steps = [
-            [_chunk(index, {"content": piece}, _stream_logprobs(piece, top_logprobs))]
+            [_chunk(index, {"content": piece}, _stream_logprobs(piece, top_logprobs, salt))]
             for piece in choice.pieces
         ]
     else:
@@ -68,7 +67,7 @@ def _completion_steps(choice: ChoiceOutput, top_logprobs: int | None) -> list[li
     for piece in choice.pieces:
         logprobs = None
         if top_logprobs is not None:
-            logprobs = legacy_logprobs([piece], top_logprobs, offset)
+            logprobs = legacy_logprobs([piece], top_logprobs, offset, choice.logprob_salt)
         steps.append([_text_chunk(index, piece, logprobs, None)])
         offset += len(piece)
     return _bracket(steps, None, _text_chunk(index, "", None, choice.finish_reason))
@@ -94,10 +93,10 @@ def _text_chunk(index: int, text: str, logprobs: Json | None, finish_reason: str
     return {"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish_reason}
 
 
-def _stream_logprobs(piece: str, top_logprobs: int | None) -> Json | None:
+def _stream_logprobs(piece: str, top_logprobs: int | None, salt: bytes) -> Json | None:
     if top_logprobs is None:
         return None
-    return {"content": [chat_logprob(piece, top_logprobs)], "refusal": None}
+    return {"content": [chat_logprob(piece, top_logprobs, salt)], "refusal": None}
 
 
 def _interleave(frame: ChunkFrame, per_choice: list[list[list[Json]]]) -> list[StepEvent]:

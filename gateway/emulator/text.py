@@ -30,9 +30,12 @@ _GOLDEN_64 = 0x9E3779B97F4A7C15
 _MAX_SCHEMA_DEPTH = 8
 
 
+CHARS_PER_TOKEN = 4
+
+
 def estimate_tokens(text: str) -> int:
     """Approximate token count: one token per four characters, at least one."""
-    return max(1, len(text) // 4)
+    return max(1, len(text) // CHARS_PER_TOKEN)
 
 
 def seed_from_text(text: str) -> int:
@@ -78,18 +81,21 @@ def cut_at_stop(pieces: list[str], stops: tuple[str, ...]) -> tuple[list[str], i
     return [piece for piece in kept if piece], consumed
 
 
-def token_logprob(token: str) -> float:
-    """A fixed pseudo log-probability in [-4.0, -0.01] per token text."""
-    return -((zlib.crc32(token.encode()) % 400) + 1) / 100
+def token_logprob(token: str, salt: bytes = b"") -> float:
+    """A fixed pseudo log-probability in [-4.0, -0.01] per token text.
+
+    ``salt`` names another model: the same token gets other numbers there.
+    """
+    return -((zlib.crc32(salt + token.encode()) % 400) + 1) / 100
 
 
-def top_alternatives(token: str, count: int) -> list[tuple[str, float]]:
+def top_alternatives(token: str, count: int, salt: bytes = b"") -> list[tuple[str, float]]:
     """The token itself, then vocabulary tokens with strictly falling log-probabilities."""
     if count <= 0:
         return []
-    logprob = token_logprob(token)
+    logprob = token_logprob(token, salt)
     alternatives = [(token, logprob)]
-    position = zlib.crc32(token.encode())
+    position = zlib.crc32(salt + token.encode())
     while len(alternatives) < count:
         position += 1
         candidate = TOKENS[position % len(TOKENS)]

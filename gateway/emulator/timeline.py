@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
+from gateway.emulator.context_window import VisiblePrompt
 from gateway.emulator.generation import ChoiceOutput
 from gateway.emulator.pacing import LinearPacer, Pacer, SequencePacer
-from gateway.emulator.prompt_blocks import render_chat, render_completion
-from gateway.emulator.request_parsing import BadRequest, GenerationRequest
+from gateway.emulator.request_parsing import BadRequest
 from gateway.emulator.runtime_state import BatchedEngine, EmulatorRuntime
 from gateway.emulator.scheduler import EngineSequence
 from gateway.emulator.stream_events import UsageSource
@@ -34,18 +33,25 @@ class Timeline:
 
 
 def plan_timeline(
-    runtime: EmulatorRuntime,
-    body: dict[str, Any],
-    generation: GenerationRequest,
-    choices: list[ChoiceOutput],
-    *,
-    chat: bool,
+    runtime: EmulatorRuntime, prompt: VisiblePrompt, choices: list[ChoiceOutput]
 ) -> Timeline:
-    """Raises BadRequest when a batched engine could never hold the request."""
+    """Raises BadRequest when a batched engine could never hold the request.
+
+    Both cost models, and usage, see the prompt after any truncation.
+    """
     completion_tokens = sum(choice.completion_tokens for choice in choices)
     if runtime.engine is not None:
-        return _batched(runtime.engine, body, generation, choices, completion_tokens, chat=chat)
-    prompt_tokens = sum(generation.prompt_tokens)
+        timeline = _batched(runtime.engine, prompt, choices, completion_tokens)
+        truncated = prompt.render_truncated()
+    else:
+        timeline = _linear(runtime, prompt, completion_tokens)
+        truncated = prompt.estimate_truncated()
+    runtime.injector.counters.truncated_prompts += truncated
+    return timeline
+
+
+def _linear(runtime: EmulatorRuntime, prompt: VisiblePrompt, completion_tokens: int) -> Timeline:
+    prompt_tokens = prompt.estimated_tokens()
     runtime.counters.prompt_tokens += prompt_tokens
     runtime.counters.generation_tokens += completion_tokens
     fixed = usage(prompt_tokens, completion_tokens)
@@ -59,24 +65,21 @@ def plan_timeline(
 
 def _batched(
     engine: BatchedEngine,
-    body: dict[str, Any],
-    generation: GenerationRequest,
+    prompt: VisiblePrompt,
     choices: list[ChoiceOutput],
     completion_tokens: int,
-    *,
-    chat: bool,
 ) -> Timeline:
-    parts = render_chat(body) if chat else render_completion(generation.prompts)
-    prompt = engine.hasher.blocks(generation.model, parts)
+    blocks = engine.hasher.blocks(prompt.generation.model, prompt.parts())
     steps = max((len(choice.pieces) for choice in choices), default=1)
-    sequence = EngineSequence(prompt, output_tokens=max(1, steps), width=max(1, len(choices)))
+    sequence = EngineSequence(blocks, output_tokens=max(1, steps), width=max(1, len(choices)))
     if not engine.scheduler.fits(sequence):
         capacity = engine.cache.capacity_blocks * engine.scheduler.params.block_tokens
         message = (
             f"This engine's KV cache holds {capacity} tokens; the request needs "
-            f"{prompt.tokens} prompt tokens plus its output."
+            f"{blocks.tokens} prompt tokens plus its output."
         )
-        raise BadRequest(message, "messages" if chat else "prompt", code="context_length_exceeded")
+        param = "messages" if prompt.chat else "prompt"
+        raise BadRequest(message, param, code="context_length_exceeded")
 
     def final_usage() -> Json:
         return usage(sequence.prompt_tokens, completion_tokens, sequence.cached_tokens)

@@ -82,7 +82,7 @@ def completion_body(
         {
             "index": choice.index,
             "text": "".join(choice.pieces),
-            "logprobs": _completion_logprobs(choice.pieces, top_logprobs),
+            "logprobs": _completion_logprobs(choice, top_logprobs),
             "finish_reason": choice.finish_reason,
         }
         for choice in choices
@@ -115,29 +115,35 @@ def _chat_logprobs(choice: ChoiceOutput, top_logprobs: int | None) -> Json | Non
     if top_logprobs is None or choice.tool_call is not None:
         return None
     return {
-        "content": [chat_logprob(piece, top_logprobs) for piece in choice.pieces],
+        "content": [
+            chat_logprob(piece, top_logprobs, choice.logprob_salt) for piece in choice.pieces
+        ],
         "refusal": None,
     }
 
 
-def chat_logprob(token: str, top_logprobs: int) -> Json:
+def chat_logprob(token: str, top_logprobs: int, salt: bytes = b"") -> Json:
     alternatives = [
         {"token": text, "logprob": logprob, "bytes": list(text.encode())}
-        for text, logprob in top_alternatives(token, top_logprobs)
+        for text, logprob in top_alternatives(token, top_logprobs, salt)
     ]
     return {
         "token": token,
-        "logprob": token_logprob(token),
+        "logprob": token_logprob(token, salt),
         "bytes": list(token.encode()),
         "top_logprobs": alternatives,
     }
 
 
-def _completion_logprobs(pieces: list[str], top_logprobs: int | None) -> Json | None:
-    return None if top_logprobs is None else legacy_logprobs(pieces, top_logprobs)
+def _completion_logprobs(choice: ChoiceOutput, top_logprobs: int | None) -> Json | None:
+    if top_logprobs is None:
+        return None
+    return legacy_logprobs(choice.pieces, top_logprobs, salt=choice.logprob_salt)
 
 
-def legacy_logprobs(pieces: list[str], top_logprobs: int, start_offset: int = 0) -> Json:
+def legacy_logprobs(
+    pieces: list[str], top_logprobs: int, start_offset: int = 0, salt: bytes = b""
+) -> Json:
     offsets: list[int] = []
     position = start_offset
     for piece in pieces:
@@ -145,8 +151,8 @@ def legacy_logprobs(pieces: list[str], top_logprobs: int, start_offset: int = 0)
         position += len(piece)
     return {
         "tokens": list(pieces),
-        "token_logprobs": [token_logprob(piece) for piece in pieces],
-        "top_logprobs": [dict(top_alternatives(piece, top_logprobs)) for piece in pieces],
+        "token_logprobs": [token_logprob(piece, salt) for piece in pieces],
+        "top_logprobs": [dict(top_alternatives(piece, top_logprobs, salt)) for piece in pieces],
         "text_offset": offsets,
     }
 

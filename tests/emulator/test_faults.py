@@ -65,7 +65,41 @@ async def test_put_faults_replaces_them(client: httpx.AsyncClient) -> None:
     assert current["fail_status"] is None and current["stall_before_first_byte_s"] == 0.01
 
 
-@pytest.mark.parametrize("body", [{"unknown": 1}, {"fail_status": 200}, {"fail_count": -2}])
+async def test_faults_endpoints_carry_the_quality_faults(client: httpx.AsyncClient) -> None:
+    url = control_url(client, "faults")
+    faults = {
+        "seed": 7,
+        "malformed_tool_call_rate": 0.1,
+        "loop_rate": 0.2,
+        "truncate_context_tokens": 4096,
+        "substitute_model": True,
+        "latency_spike_rate": 0.3,
+        "latency_spike_s": 2.5,
+        "error_burst_rate": 0.05,
+        "error_burst_length": 3,
+        "error_burst_status": 500,
+        "cut_stream_rate": 0.4,
+    }
+    assert (await client.get(url)).json()["error_burst_length"] == 5
+    updated = (await client.put(url, json=faults)).json()
+    assert {name: updated[name] for name in faults} == faults
+    assert (await client.get(url)).json() == updated
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"unknown": 1},
+        {"fail_status": 200},
+        {"fail_count": -2},
+        {"loop_rate": 1.5},
+        {"cut_stream_rate": -0.1},
+        {"error_burst_length": 0},
+        {"error_burst_status": 200},
+        {"truncate_context_tokens": 0},
+        {"latency_spike_s": -1},
+    ],
+)
 async def test_put_faults_rejects_invalid(client: httpx.AsyncClient, body: object) -> None:
     url = control_url(client, "faults")
     response = await client.put(url, json=body)

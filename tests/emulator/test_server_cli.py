@@ -83,6 +83,23 @@ def test_settings_from_args() -> None:
     assert run(_parse("--time-scale", "-1")) == 2
 
 
+def test_quality_fault_flags() -> None:
+    args = _parse(
+        "--fault-seed", "7", "--loop-rate", "0.5", "--malformed-tool-call-rate", "0.25",
+        "--truncate-context-tokens", "2048", "--substitute-model", "--latency-spike-rate", "0.1",
+        "--latency-spike-s", "3", "--error-burst-rate", "0.02", "--error-burst-length", "4",
+        "--error-burst-status", "429", "--cut-stream-rate", "0.3",
+    )  # fmt: skip
+    faults = settings_from_args(args).faults
+    assert (faults.seed, faults.loop_rate, faults.malformed_tool_call_rate) == (7, 0.5, 0.25)
+    assert (faults.truncate_context_tokens, faults.substitute_model) == (2048, True)
+    assert (faults.latency_spike_rate, faults.latency_spike_s) == (0.1, 3.0)
+    assert (faults.error_burst_rate, faults.error_burst_length) == (0.02, 4)
+    assert (faults.error_burst_status, faults.cut_stream_rate) == (429, 0.3)
+    assert settings_from_args(_parse()).faults.substitute_model is False
+    assert run(_parse("--loop-rate", "2")) == 2
+
+
 async def test_cli_serves_until_interrupted() -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-c", _RUN_CLI, "--port", "0", "--model", "m1", "--model", "m2",

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 from gateway.fingerprint import BLOCK_BYTES, Fingerprinter
-from gateway.token_count import TokenCounter, estimate
+from gateway.token_count import SAMPLE_EVERY, TokenCounter, estimate
 
 
 @pytest.fixture(scope="module")
 def counter() -> TokenCounter:
     return TokenCounter()
+
+
+def prose(n: int) -> list[str]:
+    """`n` paragraphs of real English prose (the Python docs shipped with CPython)."""
+    from pydoc_data.topics import topics
+
+    found = [p for text in topics.values() for p in text.split("\n\n") if len(p) > 200]
+    return found[:n]
 
 
 def conversation(turns: int) -> list[dict[str, str]]:
@@ -69,6 +79,19 @@ def test_messages_are_cached_so_a_new_turn_hashes_only_new_bytes(counter: TokenC
     assert len(fp) <= 100_000
 
 
+def test_cached_messages_give_the_collector_nothing_to_scan(counter: TokenCounter) -> None:
+    """The cache holds up to 100,000 message states; each is a tuple of bytes and ints,
+    which CPython's collector stops tracking (a dataclass per state it would track)."""
+    fp = Fingerprinter(counter)
+    for i in range(500):
+        fp.chat("m", [{"role": "user", "content": f"prompt {i} " * 100}])
+    gc.collect()
+    gc.collect()  # a collection may meet a state before its tuple of blocks: the next one
+    states = list(fp._cache.values())
+    assert len(states) == 500
+    assert not any(gc.is_tracked(state) for state in states)
+
+
 def test_cache_is_bounded(counter: TokenCounter) -> None:
     fp = Fingerprinter(counter, max_cached=10)
     for i in range(50):
@@ -76,13 +99,46 @@ def test_cache_is_bounded(counter: TokenCounter) -> None:
     assert len(fp) == 10
 
 
-def test_token_counts_are_close_to_the_encoder(counter: TokenCounter) -> None:
+def test_token_counts_are_close_to_the_encoder() -> None:
+    counter = TokenCounter()  # fresh: calibrated on what it samples of this text
     fp = Fingerprinter(counter)
-    text = "The quick brown fox jumps over the lazy dog. " * 80  # within the exact budget
+    text = "The quick brown fox jumps over the lazy dog. " * 80
     got = fp.text("m", text)
     assert got.prompt_tokens == pytest.approx(counter.count(text), rel=0.05)
     assert got.tokens_in(len(got.blocks)) <= got.prompt_tokens
     assert len(got.blocks) == got.prompt_bytes // BLOCK_BYTES
+
+
+def test_a_conversation_of_prose_is_counted_within_a_few_percent() -> None:
+    counter = TokenCounter()
+    if counter.source == "byte-estimate":
+        pytest.skip("no encoder to compare with")
+    texts = prose(60)
+    messages = [{"role": ("user", "assistant")[i % 2], "content": t} for i, t in enumerate(texts)]
+    got = Fingerprinter(counter).chat("m", messages)
+    exact = sum(counter.count(m["role"]) + counter.count(m["content"]) for m in messages)
+    assert got.prompt_tokens == pytest.approx(exact, rel=0.05)
+
+
+@pytest.mark.parametrize("phase", [0, 1])
+def test_the_estimate_keeps_learning_between_role_names(phase: int) -> None:
+    """Past the warm-up, one estimated text in SAMPLE_EVERY is sampled; role names, which
+    are too short to learn from, must not take those turns (with a stride counting every
+    text, a conversation alternating a role and a text could give them all to the roles:
+    one of the two phases here would never learn)."""
+    counter = TokenCounter()
+    if counter.source == "byte-estimate":
+        pytest.skip("no encoder to compare with")
+    for text in prose(400):  # past the warm-up, calibrated on prose
+        counter.count(text, exact=False)
+    digits = " ".join(str(7**i % 1_000_003) for i in range(400))  # far fewer chars per token
+    before = counter.count(digits, exact=False)
+    for _ in range(phase):
+        counter.count("user", exact=False)
+    for _ in range(4 * SAMPLE_EVERY):
+        counter.count(digits, exact=False)
+        counter.count("user", exact=False)
+    assert counter.count(digits, exact=False) > before * 1.01
 
 
 def test_counter_never_needs_the_network() -> None:

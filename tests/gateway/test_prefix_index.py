@@ -89,13 +89,14 @@ def test_unknown_backends_are_ignored() -> None:
 
 
 def test_lookup_equals_a_walk_of_the_prompt_under_random_traffic() -> None:
-    """The binary search relies on held blocks forming a run from the start; random
-    conversations that branch, grow and get evicted must never break that."""
+    """The binary searches rely on held blocks forming a run from the start, and on the set
+    of backends holding a block only shrinking along the prompt; random conversations that
+    branch, grow and get evicted must never break that, for one backend or for all."""
     import random
 
     rng = random.Random(7)
     clock = Clock()
-    names = ["a", "b", "c"]
+    names = ["a", "b", "c", "d", "e"]
     index = PrefixIndex({n: spec(rng.randint(20, 80), ttl_s=50.0) for n in names}, clock=clock)
     prompts: list[list[bytes]] = [[]]
     for step in range(3000):
@@ -104,13 +105,18 @@ def test_lookup_equals_a_walk_of_the_prompt_under_random_traffic() -> None:
         prompt = base + [f"{base[-1] if base else b''!r}/{step}/{i}".encode() for i in range(5)]
         prompts.append(prompt)
         clock.now += rng.random()
-        for name in names:
-            held = index.match(prompt, [name])[name]
-            walked = next(
+        together = index.match(prompt, names)  # first: it expires what is past the TTL
+        walked = {
+            name: next(
                 (i for i, block in enumerate(prompt) if block not in index._lru[name]),
                 len(prompt),
             )
-            assert held == walked
-        index.insert(rng.choice(names), prompt)
+            for name in names
+        }
+        assert together == walked
+        for name in names:
+            assert index.match(prompt, [name]) == {name: walked[name]}
+        for name in rng.sample(names, rng.randint(1, 3)):
+            index.insert(name, prompt)
         if step % 500 == 0:
             index.shrink(rng.choice(names))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from policies import BackendView, RequestInfo, Snapshot
+from policies.base import QualityView
 
 
 def backend(
@@ -60,6 +61,7 @@ def snapshot(
     ttft_slo_ms: float | None = None,
     tpot_slo_ms: float | None = None,
     cached_tokens: Mapping[str, int] | None = None,
+    quality: Mapping[str, QualityView] | None = None,
 ) -> Snapshot:
     request = RequestInfo(
         route="route-a",
@@ -79,4 +81,5 @@ def snapshot(
         backends={b.name: b for b in backends},
         now_s=now_s,
         cached_tokens=dict(cached_tokens or {}),
+        quality=dict(quality or {}),
     )

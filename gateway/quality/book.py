@@ -1,0 +1,254 @@
+"""The quality book: evidence per backend and model, their scores, and ejection state.
+
+Only the gateway writes it (passive signals after each response, probe results); the
+router reads one `QualityView` per candidate. A pair's state follows hysteresis:
+
+    healthy --fidelity < demote_below--> ejected --back-off over--> probation
+    probation --fidelity >= restore_above--> healthy
+    probation --fidelity < demote_below--> ejected again, back-off doubled
+
+The back-off grows with each ejection (with jitter, so gateways do not return in step)
+and starts over once the pair has stayed healthy for `forgive_after_s`.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from gateway.quality.config import QualityConfig
+from gateway.quality.explain import describe_signal
+from gateway.quality.observation import SignalEvent
+from gateway.quality.score import DecayedRate, SignalScore, signal_score
+from policies.base import QualityState, QualityView
+
+# Judged against the same model's other backends: an emulator or a terse model may hit
+# max_tokens on most requests; what matters is hitting it far more often than peers.
+PEER_RELATIVE = frozenset({"max_tokens_hit"})
+SLA_SIGNALS = frozenset({"ttft", "tpot"})
+# Views are recomputed on new evidence, on state deadlines, and at least this often
+# (evidence decays continuously, but slowly: half-lives are minutes).
+_VIEW_REFRESH_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPoint:
+    at: float
+    fidelity: float
+    sla: float
+    state: QualityState
+
+
+@dataclass(slots=True)
+class _Pair:
+    backend: str
+    model: str
+    signals: dict[str, DecayedRate] = field(default_factory=dict)
+    state: QualityState = "unknown"
+    ejected_until: float = 0.0
+    ejections: int = 0
+    healthy_since: float = 0.0
+    transitions: int = 0
+    reason: str = "no evidence yet"
+    history: deque[HistoryPoint] = field(default_factory=deque)
+    sampled_at: float = float("-inf")
+    view: QualityView | None = None
+    view_at: float = float("-inf")
+    scores: tuple[SignalScore, ...] = ()
+
+
+class QualityBook:
+    """Bounded: at most `max_pairs` backend x model pairs (least recently updated go)."""
+
+    def __init__(
+        self,
+        config: QualityConfig,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._pairs: OrderedDict[tuple[str, str], _Pair] = OrderedDict()
+        self.events = 0
+        self.dropped_pairs = 0
+
+    def record(self, backend: str, model: str, events: Iterable[SignalEvent]) -> None:
+        """Fold one response's (or probe's) evidence in and re-judge the pair."""
+        now = self._clock()
+        pair = self._pair(backend, model)
+        half_life = self.config.half_life_s
+        for event in events:
+            rate = pair.signals.get(event.signal)
+            if rate is None:
+                rate = pair.signals[event.signal] = DecayedRate(at=now)
+            rate.add(now, half_life, event.bad, event.weight, event.detail)
+            self.events += 1
+        self._judge(pair, now)
+
+    def view(self, backend: str, model: str) -> QualityView:
+        """What policies see; cheap: recomputed only when stale."""
+        pair = self._pairs.get((backend, model))
+        if pair is None:
+            return _UNKNOWN
+        now = self._clock()
+        if (
+            pair.view is None
+            or now - pair.view_at >= _VIEW_REFRESH_S
+            or (pair.state == "ejected" and now >= pair.ejected_until)
+        ):
+            self._judge(pair, now)
+        assert pair.view is not None
+        return pair.view
+
+    def views(self, backends: Iterable[str], model: str) -> dict[str, QualityView]:
+        return {name: self.view(name, model) for name in backends}
+
+    def pairs(self) -> list[tuple[str, str]]:
+        return list(self._pairs)
+
+    def scores(self, backend: str, model: str) -> tuple[SignalScore, ...]:
+        pair = self._pairs.get((backend, model))
+        return pair.scores if pair is not None else ()
+
+    def history(self, backend: str, model: str) -> list[HistoryPoint]:
+        pair = self._pairs.get((backend, model))
+        return list(pair.history) if pair is not None else []
+
+    def transitions(self, backend: str, model: str) -> int:
+        pair = self._pairs.get((backend, model))
+        return pair.transitions if pair is not None else 0
+
+    def last_bad(self, backend: str, model: str, signal: str) -> tuple[str, float | None]:
+        pair = self._pairs.get((backend, model))
+        rate = pair.signals.get(signal) if pair is not None else None
+        return (rate.last_bad_detail, rate.last_bad_at) if rate is not None else ("", None)
+
+    def _pair(self, backend: str, model: str) -> _Pair:
+        key = (backend, model)
+        pair = self._pairs.get(key)
+        if pair is None:
+            pair = self._pairs[key] = _Pair(backend, model)
+            pair.history = deque(maxlen=self.config.history_size)
+            if len(self._pairs) > self.config.max_pairs:
+                self._pairs.popitem(last=False)
+                self.dropped_pairs += 1
+        else:
+            self._pairs.move_to_end(key)
+        return pair
+
+    def _judge(self, pair: _Pair, now: float) -> None:
+        scores = self._score_all(pair, now)
+        fidelity, worst = _worst(s for s in scores if s.signal not in SLA_SIGNALS)
+        sla, _ = _worst(s for s in scores if s.signal in SLA_SIGNALS)
+        self._transition(pair, now, fidelity, worst, bool(scores))
+        pair.scores = scores
+        pair.reason = (
+            describe_signal(worst, self.config.half_life_s) if worst else "no bad evidence"
+        )
+        if pair.state == "unknown":
+            pair.reason = "no evidence yet"
+        pair.view = QualityView(
+            fidelity=round(fidelity, 4),
+            sla=round(sla, 4),
+            state=pair.state,
+            reason=pair.reason,
+            ejected_for_s=max(0.0, pair.ejected_until - now) if pair.state == "ejected" else 0.0,
+        )
+        pair.view_at = now
+        if now - pair.sampled_at >= self.config.history_interval_s:
+            pair.history.append(HistoryPoint(now, pair.view.fidelity, pair.view.sla, pair.state))
+            pair.sampled_at = now
+
+    def _score_all(self, pair: _Pair, now: float) -> tuple[SignalScore, ...]:
+        cfg = self.config
+        out: list[SignalScore] = []
+        for name, rate in pair.signals.items():
+            bad, total = rate.decayed(now, cfg.half_life_s)
+            baseline = 0.0
+            if name in PEER_RELATIVE:
+                peer = self._peer_rate(pair, name, now)
+                if peer is None:
+                    continue  # nothing to compare with: not evidence
+                baseline = peer
+            out.append(
+                signal_score(
+                    name,
+                    bad,
+                    total,
+                    cfg.tolerance(name),
+                    z=cfg.confidence_z,
+                    prior_weight=cfg.prior_weight,
+                    min_evidence=cfg.min_evidence,
+                    baseline=baseline,
+                )
+            )
+        return tuple(out)
+
+    def _peer_rate(self, pair: _Pair, signal: str, now: float) -> float | None:
+        """Median bad rate of the same model's other backends with enough evidence."""
+        rates: list[float] = []
+        for (backend, model), other in self._pairs.items():
+            if model != pair.model or backend == pair.backend:
+                continue
+            rate = other.signals.get(signal)
+            if rate is None:
+                continue
+            bad, total = rate.decayed(now, self.config.half_life_s)
+            if total >= self.config.min_evidence:
+                rates.append(bad / total)
+        if not rates:
+            return None
+        rates.sort()
+        return rates[len(rates) // 2]
+
+    def _transition(
+        self, pair: _Pair, now: float, fidelity: float, worst: SignalScore | None, seen: bool
+    ) -> None:
+        cfg = self.config
+        if pair.state == "unknown":
+            if not seen:
+                return
+            pair.state, pair.healthy_since = "healthy", now
+        if pair.state == "ejected" and now >= pair.ejected_until:
+            self._move(pair, "probation")
+        if pair.state == "healthy":
+            if fidelity < cfg.demote_below:
+                self._eject(pair, now)
+            elif now - pair.healthy_since >= cfg.forgive_after_s:
+                pair.ejections = 0
+        elif pair.state == "probation":
+            if fidelity >= cfg.restore_above:
+                self._move(pair, "healthy")
+                pair.healthy_since = now
+            elif fidelity < cfg.demote_below:
+                self._eject(pair, now)
+
+    def _eject(self, pair: _Pair, now: float) -> None:
+        cfg = self.config
+        pair.ejections += 1
+        backoff = min(cfg.ejection_base_s * 2 ** (pair.ejections - 1), cfg.ejection_max_s)
+        backoff *= 1.0 + cfg.ejection_jitter * self._rng.random()
+        pair.ejected_until = now + backoff
+        self._move(pair, "ejected")
+
+    def _move(self, pair: _Pair, state: QualityState) -> None:
+        pair.state = state
+        pair.transitions += 1
+
+
+def _worst(scores: Iterable[SignalScore]) -> tuple[float, SignalScore | None]:
+    worst: SignalScore | None = None
+    for score in scores:
+        if worst is None or score.score < worst.score:
+            worst = score
+    if worst is None or worst.score >= 1.0:
+        return 1.0, None
+    return worst.score, worst
+
+
+_UNKNOWN = QualityView()

@@ -1,0 +1,112 @@
+"""Typed settings of the quality scores: how evidence decays, when to demote, how to probe."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SignalTolerance(_Strict):
+    """How much of one signal is normal, and how much is clearly broken.
+
+    A signal's score is 1 while its bad rate (the lower confidence bound, so that a few
+    unlucky responses do not count as proof) stays at or below `tolerated`, falls
+    linearly to 0 at `broken`, and stays there above it.
+    """
+
+    tolerated: float = Field(0.02, ge=0, le=1)
+    broken: float = Field(0.25, gt=0, le=1)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> SignalTolerance:
+        if self.broken <= self.tolerated:
+            raise ValueError("broken must be above tolerated")
+        return self
+
+
+_tol = SignalTolerance
+# Rates a healthy provider shows on real traffic: a few percent of errors and of tool-call
+# slips is normal; loops, truncation and a drifting canary are not.
+DEFAULT_TOLERANCES: dict[str, SignalTolerance] = {
+    "error": _tol(tolerated=0.05, broken=0.4),
+    "tool_call_json": _tol(tolerated=0.02, broken=0.25),
+    "tool_call_name": _tol(tolerated=0.02, broken=0.25),
+    "tool_call_schema": _tol(tolerated=0.03, broken=0.3),
+    "finish_reason": _tol(tolerated=0.03, broken=0.3),
+    "repetition": _tol(tolerated=0.01, broken=0.2),
+    "empty_output": _tol(tolerated=0.03, broken=0.3),
+    "unexpected_script": _tol(tolerated=0.02, broken=0.25),
+    "truncation": _tol(tolerated=0.02, broken=0.2),
+    "max_tokens_hit": _tol(tolerated=0.1, broken=0.5),
+    "ttft": _tol(tolerated=0.1, broken=0.6),
+    "tpot": _tol(tolerated=0.1, broken=0.6),
+    "probe_logprob": _tol(tolerated=0.0, broken=0.3),
+    "probe_tool_call": _tol(tolerated=0.05, broken=0.4),
+    "probe_needle": _tol(tolerated=0.05, broken=0.4),
+}
+
+
+class ProbeConfig(_Strict):
+    """Active probes of every backend: cheap, scheduled and budgeted."""
+
+    enabled: bool = Field(True, description="Run probes at all.")
+    interval_s: float = Field(300.0, gt=0, description="One probe cycle per backend and model.")
+    timeout_s: float = Field(30.0, gt=0, description="Each probe request, whole.")
+    canary: bool = Field(True, description="Logprob canary: fixed prompts, one token.")
+    tool_call: bool = Field(True, description="A forced tool call checked against its schema.")
+    needle: bool = Field(True, description="A long-context needle: is early context kept?")
+    needle_tokens: int = Field(4000, ge=64, le=1_000_000, description="Needle probe's context.")
+    max_tokens_per_hour: int = Field(
+        50_000, ge=0, description="Probe budget per backend (prompt + completion tokens)."
+    )
+    drift_threshold: float = Field(
+        0.15, gt=0, le=1, description="Canary drift (total variation of top logprobs) alarm."
+    )
+    weight: float = Field(2.0, gt=0, description="Evidence weight of one probe result.")
+
+
+class QualityConfig(_Strict):
+    """Live quality scores per backend and model (see docs/quality.md)."""
+
+    enabled: bool = True
+    half_life_s: float = Field(
+        600.0, gt=0, description="Evidence loses half its weight in this time."
+    )
+    prior_weight: float = Field(
+        2.0, ge=0, description="Pseudo-responses at the tolerated rate every estimate starts from."
+    )
+    min_evidence: float = Field(
+        5.0, gt=0, description="Decayed responses a signal needs before it can demote."
+    )
+    confidence_z: float = Field(1.645, gt=0, description="z of the rate's lower bound (95%).")
+    demote_below: float = Field(0.8, gt=0, lt=1)
+    restore_above: float = Field(0.9, gt=0, le=1)
+    ejection_base_s: float = Field(30.0, gt=0, description="First ejection's length.")
+    ejection_max_s: float = Field(900.0, gt=0, description="Cap on the doubling back-off.")
+    ejection_jitter: float = Field(0.2, ge=0, le=1, description="Up to this share longer.")
+    forgive_after_s: float = Field(
+        1800.0, gt=0, description="Healthy this long: the back-off starts over."
+    )
+    history_size: int = Field(720, ge=1, le=100_000, description="Score samples kept per pair.")
+    history_interval_s: float = Field(10.0, gt=0, description="Score sampling period.")
+    max_pairs: int = Field(4096, ge=1, description="Backend x model pairs tracked, at most.")
+    signals: dict[str, SignalTolerance] = Field(
+        default_factory=dict, description="Per-signal overrides of DEFAULT_TOLERANCES."
+    )
+    probes: ProbeConfig = Field(default_factory=ProbeConfig)
+
+    @model_validator(mode="after")
+    def _hysteresis(self) -> QualityConfig:
+        if self.restore_above <= self.demote_below:
+            raise ValueError("restore_above must be above demote_below (hysteresis)")
+        return self
+
+    def tolerance(self, signal: str) -> SignalTolerance:
+        """The signal's tolerance: the override, the built-in default, or a strict one."""
+        return self.signals.get(signal) or DEFAULT_TOLERANCES.get(signal) or _FALLBACK
+
+
+_FALLBACK = SignalTolerance()

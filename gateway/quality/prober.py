@@ -1,0 +1,260 @@
+"""Active probes: a scheduled, budgeted cycle of canary, tool-call and needle requests.
+
+Each cycle probes every (backend, model) pair a route serves, through the backend's own
+provider adapter (not through routing). Results become `probe_*` evidence in the quality
+book; a probe that fails with an upstream error is `error` evidence, a 429 is none. Every
+probe's tokens count against the backend's hourly budget; a probe that would exceed it
+is skipped, and counted as skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from gateway.errors import UpstreamError, UpstreamStatusError
+from gateway.quality.book import QualityBook
+from gateway.quality.canary import CANARY_PROMPTS, CanaryBaselines, canary_body, parse_canary
+from gateway.quality.config import ProbeConfig
+from gateway.quality.observation import SignalEvent
+from gateway.quality.probe_kinds import judge_needle, judge_tool_call, needle_probe, tool_call_body
+from providers.base import Deadlines, Provider, UpstreamRequest
+
+logger = logging.getLogger("switchyard")
+_HOUR_S = 3600.0
+_RESULTS_KEPT = 64
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    backend: str
+    model: str
+    kind: str
+    """canary, tool_call, needle"""
+    ok: bool | None
+    """None: no verdict (skipped, or the backend was rate limited)."""
+    detail: str
+    tokens: int
+    at: float
+    latency_s: float
+
+
+class _Budget:
+    """Tokens one backend's probes spent in the last hour."""
+
+    def __init__(self, per_hour: int) -> None:
+        self.per_hour = per_hour
+        self._spent: deque[tuple[float, int]] = deque()
+
+    def spent(self, now: float) -> int:
+        while self._spent and now - self._spent[0][0] >= _HOUR_S:
+            self._spent.popleft()
+        return sum(tokens for _, tokens in self._spent)
+
+    def allows(self, now: float, estimate: int) -> bool:
+        return self.spent(now) + estimate <= self.per_hour
+
+    def charge(self, now: float, tokens: int) -> None:
+        self._spent.append((now, tokens))
+
+
+class Prober:
+    """Probes (backend, model) targets; each backend with its own `ProbeConfig`."""
+
+    def __init__(
+        self,
+        configs: Mapping[str, ProbeConfig],
+        book: QualityBook,
+        providers: Mapping[str, Provider],
+        targets: Iterable[tuple[str, str]],
+        *,
+        drift_threshold: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.configs = configs
+        self._book = book
+        self._providers = providers
+        self.targets = sorted((b, m) for b, m in set(targets) if configs[b].enabled)
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._budgets = {b: _Budget(configs[b].max_tokens_per_hour) for b, _ in self.targets}
+        threshold = drift_threshold
+        if threshold is None:
+            threshold = min((c.drift_threshold for c in configs.values()), default=0.15)
+        self.baselines = CanaryBaselines(threshold)
+        self.results: deque[ProbeResult] = deque(maxlen=_RESULTS_KEPT * max(1, len(self.targets)))
+        self.cycles = 0
+        self.probes = 0
+        self.skipped = 0
+        self.tokens = 0
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def start(self) -> None:
+        """One loop per backend, each at its own interval."""
+        for backend in sorted({b for b, _ in self.targets}):
+            task = asyncio.create_task(self._forever(backend), name=f"quality-probes-{backend}")
+            self._tasks.append(task)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+
+    async def run_cycle(self, backends: Iterable[str] | None = None) -> list[ProbeResult]:
+        """Probe every target (of `backends`) once: targets concurrently, a target's
+        probes in turn."""
+        wanted = set(backends) if backends is not None else None
+        pairs = [(b, m) for b, m in self.targets if wanted is None or b in wanted]
+        batches = await asyncio.gather(*(self._probe_pair(b, m) for b, m in pairs))
+        self.cycles += 1
+        return [result for batch in batches for result in batch]
+
+    def status(self) -> dict[str, Any]:
+        now = self._clock()
+        return {
+            "cycles": self.cycles,
+            "probes": self.probes,
+            "skipped_over_budget": self.skipped,
+            "tokens": self.tokens,
+            "backends": {
+                backend: {
+                    "interval_s": self.configs[backend].interval_s,
+                    "budget_tokens_per_hour": budget.per_hour,
+                    "spent_last_hour": budget.spent(now),
+                }
+                for backend, budget in self._budgets.items()
+            },
+        }
+
+    async def _forever(self, backend: str) -> None:
+        while True:
+            try:
+                await self.run_cycle([backend])
+            except Exception:  # a probe bug must not end probing for good
+                logger.exception("quality probe cycle failed on %s", backend)
+            await asyncio.sleep(self.configs[backend].interval_s)
+
+    async def _probe_pair(self, backend: str, model: str) -> list[ProbeResult]:
+        cfg = self.configs[backend]
+        results: list[ProbeResult] = []
+        if cfg.canary:
+            for index, prompt in enumerate(CANARY_PROMPTS):
+                results.append(await self._canary(backend, model, index, prompt))
+        if cfg.tool_call:
+            results.append(await self._tool_call(backend, model))
+        if cfg.needle:
+            results.append(await self._needle(backend, model))
+        return results
+
+    async def _canary(self, backend: str, model: str, index: int, prompt: str) -> ProbeResult:
+        answer_of: dict[str, Any] = {}
+
+        def judge(response: Any) -> str | None:
+            answer = parse_canary(response)
+            if answer is None:
+                return "no first token in the answer"
+            drift = self.baselines.judge(model, index, backend, answer)
+            answer_of["drift"] = drift
+            if drift > self.configs[backend].drift_threshold:
+                variant = "top-5 logprobs" if answer.top is not None else "first token"
+                return f"canary {index + 1}: {variant} drifted {drift:.2f} from the baseline"
+            return None
+
+        body = canary_body(model, prompt)
+        return await self._run(backend, model, "canary", body, 1, "probe_logprob", judge)
+
+    async def _tool_call(self, backend: str, model: str) -> ProbeResult:
+        body = tool_call_body(model)
+        signal = "probe_tool_call"
+        return await self._run(backend, model, "tool_call", body, 64, signal, judge_tool_call)
+
+    async def _needle(self, backend: str, model: str) -> ProbeResult:
+        needle = needle_probe(model, self.configs[backend].needle_tokens, self._rng)
+
+        def judge(response: Any) -> str | None:
+            return judge_needle(needle, response)
+
+        return await self._run(backend, model, "needle", needle.body, 16, "probe_needle", judge)
+
+    async def _run(
+        self,
+        backend: str,
+        model: str,
+        kind: str,
+        body: dict[str, Any],
+        max_tokens: int,
+        signal: str,
+        judge: Callable[[Any], str | None],
+    ) -> ProbeResult:
+        raw = orjson.dumps(body)
+        started = self._clock()
+        estimate = len(raw) // 4 + max_tokens
+        budget = self._budgets[backend]
+        if not budget.allows(started, estimate):
+            self.skipped += 1
+            return self._keep(ProbeResult(backend, model, kind, None, "over budget", 0, started, 0))
+        self.probes += 1
+        try:
+            response = await self._send(backend, raw)
+        except UpstreamError as exc:
+            budget.charge(started, estimate)
+            return self._keep(self._failed(backend, model, kind, exc, started))
+        tokens = _tokens_used(response) or estimate
+        budget.charge(started, tokens)
+        self.tokens += tokens
+        problem = judge(response)
+        ok = problem is None
+        detail = problem or "ok"
+        weight = self.configs[backend].weight
+        event = SignalEvent(signal, not ok, "fidelity", detail, weight=weight)
+        self._book.record(backend, model, [event])
+        latency = self._clock() - started
+        return self._keep(ProbeResult(backend, model, kind, ok, detail, tokens, started, latency))
+
+    async def _send(self, backend: str, raw: bytes) -> Any:
+        timeout = self.configs[backend].timeout_s
+        deadlines = Deadlines(connect_s=timeout, first_byte_s=timeout, between_chunks_s=timeout)
+        request = UpstreamRequest("/chat/completions", raw, False)
+        response = await self._providers[backend].send(request, deadlines)
+        try:
+            return orjson.loads(response.body)
+        except orjson.JSONDecodeError:
+            return None
+
+    def _failed(
+        self, backend: str, model: str, kind: str, exc: UpstreamError, started: float
+    ) -> ProbeResult:
+        latency = self._clock() - started
+        if isinstance(exc, UpstreamStatusError) and exc.upstream_status == 429:
+            return ProbeResult(backend, model, kind, None, "rate limited", 0, started, latency)
+        if isinstance(exc, UpstreamStatusError) and exc.upstream_status < 500:
+            # The probe itself was refused (e.g. no logprobs, no tools): not the model's fault.
+            detail = f"probe refused: {exc.code}"
+            return ProbeResult(backend, model, kind, None, detail, 0, started, latency)
+        detail = f"probe failed: {exc.code or 'error'}"
+        self._book.record(backend, model, [SignalEvent("error", True, "fidelity", detail)])
+        return ProbeResult(backend, model, kind, False, detail, 0, started, latency)
+
+    def _keep(self, result: ProbeResult) -> ProbeResult:
+        self.results.append(result)
+        return result
+
+
+def _tokens_used(response: Any) -> int:
+    usage = response.get("usage") if isinstance(response, dict) else None
+    if not isinstance(usage, dict):
+        return 0
+    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)

@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from gateway.quality.book import QualityBook
+from gateway.quality.config import QualityConfig, SignalTolerance
+from gateway.quality.observation import SignalEvent
+from gateway.quality.score import DecayedRate, signal_score, wilson_lower
+
+
+class VirtualClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_book(**overrides: object) -> tuple[QualityBook, VirtualClock]:
+    clock = VirtualClock()
+    config = QualityConfig.model_validate({"ejection_jitter": 0.0, **overrides})
+    return QualityBook(config, clock=clock, rng=random.Random(1)), clock
+
+
+def event(signal: str, bad: bool, dimension: str = "fidelity") -> SignalEvent:
+    return SignalEvent(signal, bad, dimension, "detail" if bad else "")  # type: ignore[arg-type]
+
+
+def test_wilson_lower_bound() -> None:
+    assert wilson_lower(0, 0, 1.645) == 0.0
+    assert wilson_lower(0, 100, 1.645) == 0.0
+    assert wilson_lower(10, 10, 1.645) == pytest.approx(0.787, abs=0.01)
+    # more evidence, same rate: a tighter (higher) lower bound
+    assert wilson_lower(20, 100, 1.645) > wilson_lower(2, 10, 1.645)
+
+
+def test_decay_halves_evidence_per_half_life() -> None:
+    rate = DecayedRate(at=0.0)
+    rate.add(0.0, 600.0, True, 1.0, "x")
+    rate.add(0.0, 600.0, False, 1.0, "")
+    assert rate.decayed(600.0, 600.0) == pytest.approx((0.5, 1.0))
+    assert rate.decayed(1200.0, 600.0) == pytest.approx((0.25, 0.5))
+
+
+@pytest.mark.parametrize(
+    ("bad", "total", "min_evidence", "expected"),
+    [
+        pytest.param(0, 100, 5, 1.0, id="clean"),
+        pytest.param(3, 4, 5, 1.0, id="too-little-evidence"),
+        pytest.param(10, 10, 5, 0.0, id="all-bad"),
+        pytest.param(1, 100, 5, 1.0, id="within-tolerance"),
+    ],
+)
+def test_signal_score(bad: float, total: float, min_evidence: float, expected: float) -> None:
+    tolerance = SignalTolerance(tolerated=0.02, broken=0.25)
+    score = signal_score(
+        "x", bad, total, tolerance, z=1.645, prior_weight=2, min_evidence=min_evidence
+    )
+    assert score.score == pytest.approx(expected)
+
+
+def test_unknown_until_evidence_then_healthy() -> None:
+    book, _ = make_book()
+    assert book.view("a", "m").state == "unknown"
+    book.record("a", "m", [event("error", False)])
+    view = book.view("a", "m")
+    assert (view.state, view.fidelity) == ("healthy", 1.0)
+
+
+def test_loops_eject_with_growing_backoff_then_restore() -> None:
+    book, clock = make_book(ejection_base_s=30.0)
+    for _ in range(6):
+        clock.now += 1
+        book.record("a", "m", [event("repetition", True)])
+    view = book.view("a", "m")
+    assert view.state == "ejected"
+    assert view.fidelity < 0.8
+    assert view.reason.startswith("looping output 6/6 (half-life 10 min)")
+    assert view.ejected_for_s == pytest.approx(30.0)
+    clock.now += 31  # back-off over, evidence still bad: ejected again, twice as long
+    assert book.view("a", "m").state == "ejected"
+    assert book.view("a", "m").ejected_for_s == pytest.approx(60.0)
+    # the fault clears: good evidence and decay bring it back
+    clock.now += 61
+    for _ in range(200):
+        clock.now += 5
+        book.record("a", "m", [event("repetition", False)])
+    assert book.view("a", "m").state == "healthy"
+    # ejected / probation pairs while the old evidence is outweighed: the doubling
+    # back-off keeps them few (30 s, 60 s, 120 s, 240 s ... with 6 bad responses seen)
+    assert book.transitions("a", "m") <= 10
+
+
+def test_sla_signals_do_not_touch_fidelity() -> None:
+    book, clock = make_book()
+    for _ in range(50):
+        clock.now += 1
+        book.record("a", "m", [event("ttft", True, "sla")])
+    view = book.view("a", "m")
+    assert view.state == "healthy"
+    assert view.fidelity == 1.0
+    assert view.sla == 0.0
+
+
+def test_max_tokens_hit_is_judged_against_peers() -> None:
+    book, clock = make_book()
+    for _ in range(60):
+        clock.now += 1
+        # every backend of this model hits max_tokens: normal for it
+        book.record("a", "m", [event("max_tokens_hit", True)])
+        book.record("b", "m", [event("max_tokens_hit", True)])
+        # c hits it on every request where its peers on model n never do
+        book.record("c", "n", [event("max_tokens_hit", True)])
+        book.record("d", "n", [event("max_tokens_hit", False)])
+    assert book.view("a", "m").state == "healthy"
+    assert book.view("b", "m").state == "healthy"
+    assert book.view("c", "n").state == "ejected"
+    assert "peers 0%" not in book.view("c", "n").reason  # a zero baseline is not shown
+    assert book.view("d", "n").state == "healthy"
+
+
+def test_evidence_fades_back_to_the_prior() -> None:
+    book, clock = make_book(half_life_s=60.0)
+    for _ in range(10):
+        book.record("a", "m", [event("truncation", True)])
+    assert book.view("a", "m").fidelity < 0.8
+    clock.now += 600  # ten half-lives: ~0.01 responses of evidence left
+    assert book.view("a", "m").fidelity == 1.0
+
+
+def test_pairs_are_bounded() -> None:
+    book, _ = make_book(max_pairs=3)
+    for index in range(5):
+        book.record(f"b{index}", "m", [event("error", False)])
+    assert len(book.pairs()) == 3
+    assert book.dropped_pairs == 2
+
+
+def test_history_is_sampled_and_bounded() -> None:
+    book, clock = make_book(history_size=4, history_interval_s=10.0)
+    for _ in range(100):
+        clock.now += 1
+        book.record("a", "m", [event("error", False)])
+    points = book.history("a", "m")
+    assert len(points) == 4
+    assert [round(p.at) for p in points] == [61, 71, 81, 91]
