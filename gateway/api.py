@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from gateway.errors import NotFound
+from gateway.quality.report import quality_report
 from gateway.responses import json_response
 from gateway.service import Gateway
 
@@ -81,3 +84,15 @@ async def get_state(request: Request) -> Response:
             },
         }
     )
+
+
+@router.get("/v1/switchyard/quality")
+async def get_quality(request: Request, history: bool = False) -> Response:
+    """Live quality per backend and model, the signals behind it, and the probes."""
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    recorder = gateway.quality
+    if recorder is None:
+        return json_response({"enabled": False, "pairs": []})
+    report = quality_report(recorder.book, gateway.prober, now=time.monotonic(), history=history)
+    return json_response({"enabled": True, **report})

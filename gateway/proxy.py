@@ -17,10 +17,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from gateway.config import RouteConfig
 from gateway.decisions import DecisionRecord
 from gateway.errors import PayloadTooLarge, SwitchyardError
 from gateway.feedback import learn, usage_from_body
+from gateway.quality.collect import CollectedResponse, StreamCollector, collect_body
+from gateway.quality.passive import RequestContext, request_context
 from gateway.responses import error_response
+from gateway.routing import RequestTraits
 from gateway.service import Gateway
 from gateway.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
 from gateway.wire import check_length, parse_body, traits_of, upstream_body
@@ -101,18 +105,21 @@ async def _respond(
         return error_response(exc)
     record = DecisionRecord(decision, work)
     gateway.ring.add(record)
+    context = _quality_context(gateway, record, route, body, traits)
     forwarded = upstream_body(raw, body, head.model, route.model)
     upstream = UpstreamRequest(_UPSTREAM_PATHS[endpoint], forwarded, traits.stream)
     headers = {"x-switchyard-decision": decision.id}
     try:
         if traits.stream:
-            return await _open_stream(gateway, record, upstream, headers, started)
-        return await _send(gateway, record, upstream, headers, started)
+            return await _open_stream(gateway, record, upstream, headers, started, context)
+        return await _send(gateway, record, upstream, headers, started, context)
     except SwitchyardError as exc:
         _finish(gateway, record, started, exc.status, None, exc.code)
+        _observe(gateway, record, context)
         return error_response(exc, headers)
     except asyncio.CancelledError:
         _finish(gateway, record, started, 499, None, "client_disconnected")
+        _observe(gateway, record, context)
         raise
 
 
@@ -122,12 +129,15 @@ async def _send(
     upstream: UpstreamRequest,
     headers: dict[str, str],
     started: float,
+    context: RequestContext | None,
 ) -> Response:
     deadline = gateway.dispatcher.deadline()
     name, response = await gateway.dispatcher.send(record, upstream, deadline)
     headers["x-switchyard-backend"] = name
     learn(gateway.router, gateway.state, name, record.work, usage_from_body(response.body))
     _finish(gateway, record, started, response.status, name, None)
+    if context is not None:
+        _observe(gateway, record, context, name, collect_body(response.body))
     return Response(response.body, response.status, headers, response.content_type)
 
 
@@ -137,12 +147,13 @@ async def _open_stream(
     upstream: UpstreamRequest,
     headers: dict[str, str],
     started: float,
+    context: RequestContext | None,
 ) -> Response:
     deadline = gateway.dispatcher.deadline()
     name, stream = await gateway.dispatcher.open_stream(record, upstream, deadline)
     headers["x-switchyard-backend"] = name
     headers["cache-control"] = "no-cache"
-    outcome = StreamOutcome()
+    outcome = StreamOutcome(StreamCollector() if context is not None else None)
 
     def on_close() -> None:
         gateway.state.decode_ended(name)
@@ -156,6 +167,11 @@ async def _open_stream(
             gateway.state.record_failure(name, outcome.status)
         error = None if outcome.status == "ok" else outcome.status
         _finish(gateway, record, started, 200, name, error, chunks=outcome.chunks)
+        if outcome.collector is not None:
+            collected = outcome.collector.finish()
+            decode_s = outcome.last_chunk_at - (outcome.first_chunk_at or outcome.last_chunk_at)
+            ttft_s = record.attempts[-1].duration_ms / 1000 if record.attempts else None
+            _observe(gateway, record, context, name, collected, error, ttft_s, decode_s)
 
     return RelayResponse(
         relay(stream, deadline, outcome),
@@ -163,6 +179,57 @@ async def _open_stream(
         headers=headers,
         on_close=on_close,
     )
+
+
+def _quality_context(
+    gateway: Gateway,
+    record: DecisionRecord,
+    route: RouteConfig,
+    body: dict[str, Any],
+    traits: RequestTraits,
+) -> RequestContext | None:
+    """What the quality signals need of the request; None when this one is not inspected."""
+    if gateway.quality is None:
+        return None
+    share = gateway.config.quality.inspect_share
+    if share < 1.0 and int(record.decision.id[:8], 16) >= share * 2**32:
+        return None
+    return request_context(
+        route.model,
+        body,
+        max_tokens=traits.max_tokens,
+        prompt_tokens=record.work.prompt_tokens,
+        ttft_target_ms=traits.ttft_slo_ms or route.sla.ttft_ms,
+        tpot_target_ms=traits.tpot_slo_ms or route.sla.tpot_ms,
+    )
+
+
+def _observe(
+    gateway: Gateway,
+    record: DecisionRecord,
+    context: RequestContext | None,
+    served_by: str | None = None,
+    collected: CollectedResponse | None = None,
+    error: str | None = None,
+    ttft_s: float | None = None,
+    decode_s: float | None = None,
+) -> None:
+    """Failed attempts and the response become quality evidence, on the next loop turn
+    (after the response has gone out)."""
+    recorder = gateway.quality
+    if recorder is None or context is None:
+        return
+
+    def observe() -> None:
+        for attempt in record.attempts:
+            if attempt.outcome != "ok":
+                recorder.failure(context, attempt.backend, attempt.outcome)
+        if served_by is not None and collected is not None:
+            recorder.response(
+                context, served_by, collected, error_code=error, ttft_s=ttft_s, decode_s=decode_s
+            )
+
+    asyncio.get_running_loop().call_soon(observe)
 
 
 def _finish(

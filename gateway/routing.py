@@ -12,6 +12,8 @@ from gateway.config import Config, RouteConfig
 from gateway.errors import InvalidRequest, NotFound
 from gateway.fingerprint import Fingerprint, Fingerprinter
 from gateway.prefix_index import CacheSpec, PrefixIndex
+from gateway.quality.book import QualityBook
+from gateway.quality.lazy_views import QualityViews
 from gateway.state import FleetState
 from gateway.token_count import TokenCounter
 from policies import Pipeline
@@ -58,7 +60,9 @@ class Router:
         pipelines: Mapping[str, Pipeline],
         *,
         counter: TokenCounter | None = None,
+        quality: QualityBook | None = None,
     ) -> None:
+        self._quality = quality
         self._routes = {route.name: route for route in config.routes}
         self._state = state
         self._pipelines = pipelines
@@ -104,8 +108,15 @@ class Router:
             tpot_slo_ms=traits.tpot_slo_ms or route.sla.tpot_ms,
         )
         views = self._state.views(route.backends)
+        quality = self._quality
         snapshot = Snapshot(
-            request=info, backends=views, now_s=time.time(), cached_tokens=work.cached_tokens
+            request=info,
+            backends=views,
+            now_s=time.time(),
+            cached_tokens=work.cached_tokens,
+            quality=QualityViews(quality, route.backends, route.model)
+            if quality is not None
+            else {},
         )
         decision = self._pipelines[route.profile].decide(
             snapshot, list(views.values()), raw_id.hex()

@@ -15,6 +15,9 @@ from gateway.emulator import EmulatorServer, EmulatorSettings
 from gateway.engine_scrape import EngineScraper, scrape_targets
 from gateway.errors import Unauthorized
 from gateway.fleet_sync import RedisFleetSync
+from gateway.quality.book import QualityBook
+from gateway.quality.passive import QualityRecorder
+from gateway.quality.prober import Prober
 from gateway.request_log import RequestLog
 from gateway.routing import Router
 from gateway.state import FleetState
@@ -37,6 +40,8 @@ class Gateway:
     client_keys: frozenset[str] = frozenset()
     sync: RedisFleetSync | None = None
     scraper: EngineScraper | None = None
+    quality: QualityRecorder | None = None
+    prober: Prober | None = None
     _probe_task: asyncio.Task[None] | None = None
 
     def authorize(self, authorization: str | None) -> None:
@@ -56,7 +61,8 @@ async def start_gateway(config: Config) -> Gateway:
     keys = client_keys(config.server.api_keys_env)
     pipelines = build_pipelines(config)
     state = FleetState(config.backends, config.health)
-    router = Router(config, state, pipelines)
+    book = QualityBook(config.quality) if config.quality.enabled else None
+    router = Router(config, state, pipelines, quality=book)
     sync = _fleet_sync(config, state, router)
     providers, emulators, base_urls = await _open_backends(config)
     targets = scrape_targets(config.backends, base_urls)
@@ -74,11 +80,15 @@ async def start_gateway(config: Config) -> Gateway:
         client_keys=keys,
         sync=sync,
         scraper=EngineScraper(targets, state) if targets else None,
+        quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
+        prober=_prober(config, book, providers) if book is not None else None,
     )
     if sync is not None:
         sync.start()
     if gateway.scraper is not None:
         gateway.scraper.start()
+    if gateway.prober is not None:
+        gateway.prober.start()
     if config.health.active_probes:
         gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
     return gateway
@@ -93,8 +103,18 @@ async def stop_gateway(gateway: Gateway) -> None:
             await gateway._probe_task
     if gateway.scraper is not None:
         await gateway.scraper.stop()
+    if gateway.prober is not None:
+        await gateway.prober.stop()
     await _close_all(gateway.providers, gateway.emulators)
     gateway.log.stop()
+
+
+def _prober(config: Config, book: QualityBook, providers: dict[str, Provider]) -> Prober | None:
+    """Probes for every (backend, model) a route serves, each backend with its settings."""
+    configs = {b.name: b.probes or config.quality.probes for b in config.backends}
+    targets = [(name, route.model) for route in config.routes for name in route.backends]
+    prober = Prober(configs, book, providers, targets)
+    return prober if prober.targets else None
 
 
 def _fleet_sync(config: Config, state: FleetState, router: Router) -> RedisFleetSync | None:

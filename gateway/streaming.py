@@ -17,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from gateway.errors import SwitchyardError, UpstreamProtocolError, UpstreamTimeout, error_event
 from gateway.feedback import UsageTap
+from gateway.quality.collect import StreamCollector
 from providers.base import UpstreamStream
 
 _DONE = b"data: [DONE]"
@@ -26,15 +27,25 @@ _TAIL_BYTES = 64
 class StreamOutcome:
     """What happened to one relayed stream; filled in as it runs."""
 
-    __slots__ = ("chunks", "error", "first_chunk_at", "last_chunk_at", "status", "tap")
+    __slots__ = (
+        "chunks",
+        "collector",
+        "error",
+        "first_chunk_at",
+        "last_chunk_at",
+        "status",
+        "tap",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, collector: StreamCollector | None = None) -> None:
         self.chunks = 0
         self.error: SwitchyardError | None = None
         self.first_chunk_at: float | None = None
         self.last_chunk_at = 0.0
         self.status = "ok"
         self.tap = UsageTap()
+        self.collector = collector
+        """Keeps the stream's bytes (bounded) for the quality signals, parsed at the end."""
 
 
 async def relay(
@@ -51,11 +62,16 @@ async def relay(
         outcome.chunks = 1
         tail = stream.first_chunk[-_TAIL_BYTES:]
         outcome.tap.feed(stream.first_chunk)
+        collector = outcome.collector
+        if collector is not None:
+            collector.feed(stream.first_chunk)
         yield stream.first_chunk
         async for chunk in stream.rest():
             outcome.chunks += 1
             tail = (tail + chunk)[-_TAIL_BYTES:]
             outcome.tap.feed(chunk)
+            if collector is not None:
+                collector.feed(chunk)
             outcome.last_chunk_at = now = clock()
             yield chunk
             if now > deadline:

@@ -39,7 +39,8 @@ def _cache_aware(bounds: list[str], kv_cost: str) -> list[dict[str, Any]]:
 PROFILES: dict[str, GatewayProfile] = {
     "round-robin": GatewayProfile(_pipeline({"ref": "round-robin-scorer"})),
     "least-load": GatewayProfile(_pipeline({"ref": "least-load-scorer"})),
-    # The embedded default's cache-aware profile (gateway/examples/embedded.yaml).
+    # The embedded default's cache-aware profile (gateway/examples/embedded.yaml), less its
+    # quality-filter: a replay's engines have no faults, and it would keep every backend.
     "cache-aware": GatewayProfile(
         _cache_aware(["bounded-prefill", "bounded-requests"], "kv-cost"),
         [
@@ -126,6 +127,8 @@ def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dic
         "server": _server(port, fleet),
         "timeouts": _TIMEOUTS,
         "health": {"active_probes": False},
+        # Quality probes would add load on Switchyard's fleets only (SGLang has none).
+        "quality": {"probes": {"enabled": False}},
         "backends": _backends(fleet),
         "routes": [{**route, "profile": "replay"}],
         "policies": profile.policies,

@@ -74,7 +74,11 @@ def drift(answer: CanaryAnswer, baseline: CanaryAnswer) -> float:
 
 
 def _probabilities(top: Mapping[str, float]) -> dict[str, float]:
-    return {token: math.exp(logprob) for token, logprob in top.items() if logprob > -50}
+    """The top-k renormalised: what matters is how the model ranks its best candidates,
+    and a flat distribution (small top probabilities) must not hide a wholesale change."""
+    weights = {token: math.exp(logprob) for token, logprob in top.items() if logprob > -50}
+    total = sum(weights.values())
+    return {token: w / total for token, w in weights.items()} if total > 0 else {}
 
 
 class CanaryBaselines:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gateway.quality.signals import SignalParams
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -97,6 +99,12 @@ class QualityConfig(_Strict):
         default_factory=dict, description="Per-signal overrides of DEFAULT_TOLERANCES."
     )
     probes: ProbeConfig = Field(default_factory=ProbeConfig)
+    thresholds: SignalParams = Field(
+        default_factory=SignalParams, description="When each passive signal calls a response bad."
+    )
+    inspect_share: float = Field(
+        1.0, ge=0, le=1, description="Share of responses inspected (by decision id)."
+    )
 
     @model_validator(mode="after")
     def _hysteresis(self) -> QualityConfig:

@@ -140,6 +140,9 @@ class Prober:
         }
 
     async def _forever(self, backend: str) -> None:
+        # The first cycle comes at a random point of the first interval, so that probes
+        # of many backends (and of several gateways) do not all land at once.
+        await asyncio.sleep(self.configs[backend].interval_s * self._rng.uniform(0.1, 1.0))
         while True:
             try:
                 await self.run_cycle([backend])

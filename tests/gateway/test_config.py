@@ -385,9 +385,14 @@ def test_embedded_config_loads_and_builds() -> None:
     assert [f.name for f in balanced.filters] == [
         "model-match-filter",
         "healthy-filter",
+        "quality-filter",
         "capacity-filter",
     ]
-    assert [(s.scorer.name, s.weight) for s in balanced.scorers] == [("load", 1.0), ("sticky", 0.5)]
+    assert [(s.scorer.name, s.weight) for s in balanced.scorers] == [
+        ("quality-scorer", 1.0),
+        ("load", 1.0),
+        ("sticky", 0.5),
+    ]
     assert balanced.picker.name == "max-score-picker"
     assert [s.scorer.name for s in pipelines["rotate"].scorers] == ["round-robin-scorer"]
 
