@@ -75,6 +75,10 @@ def _bench(args: argparse.Namespace) -> int:
         from bench.replay.cli import main as replay_main
 
         return replay_main(rest)
+    if args.bench_name == "quality":
+        from bench.quality import main as quality_main
+
+        return quality_main(rest)
     if args.bench_name == "decision":
         from bench.decision import main as decision_main
 
@@ -126,11 +130,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="run a benchmark: replay (trace replay, routing quality), overhead or decision",
+        help="run a benchmark: replay (trace replay), overhead, decision or quality (faults)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
         "replay --help`.",
     )
-    bench.add_argument("bench_name", choices=["replay", "overhead", "decision"])
+    bench.add_argument("bench_name", choices=["replay", "overhead", "decision", "quality"])
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
 

@@ -81,12 +81,12 @@ class QualityBook:
         """Fold one response's (or probe's) evidence in and re-judge the pair."""
         now = self._clock()
         pair = self._pair(backend, model)
-        half_life = self.config.half_life_s
+        half_life, window = self.config.half_life_s, self.config.recent_window
         for event in events:
             rate = pair.signals.get(event.signal)
             if rate is None:
                 rate = pair.signals[event.signal] = DecayedRate(at=now)
-            rate.add(now, half_life, event.bad, event.weight, event.detail)
+            rate.add(now, half_life, event.bad, event.weight, event.detail, window)
             self.events += 1
         self._judge(pair, now)
 
@@ -168,7 +168,7 @@ class QualityBook:
         cfg = self.config
         out: list[SignalScore] = []
         for name, rate in pair.signals.items():
-            bad, total = rate.decayed(now, cfg.half_life_s)
+            evidence = rate.decayed(now, cfg.half_life_s)
             baseline = 0.0
             if name in PEER_RELATIVE:
                 peer = self._peer_rate(pair, name, now)
@@ -178,13 +178,13 @@ class QualityBook:
             out.append(
                 signal_score(
                     name,
-                    bad,
-                    total,
+                    evidence,
                     cfg.tolerance(name),
                     z=cfg.confidence_z,
                     prior_weight=cfg.prior_weight,
                     min_evidence=cfg.min_evidence,
                     baseline=baseline,
+                    recent_z=cfg.recent_confidence_z,
                 )
             )
         return tuple(out)
@@ -198,9 +198,9 @@ class QualityBook:
             rate = other.signals.get(signal)
             if rate is None:
                 continue
-            bad, total = rate.decayed(now, self.config.half_life_s)
-            if total >= self.config.min_evidence:
-                rates.append(bad / total)
+            evidence = rate.decayed(now, self.config.half_life_s)
+            if evidence.total >= self.config.min_evidence:
+                rates.append(evidence.bad / evidence.total)
         if not rates:
             return None
         rates.sort()

@@ -34,6 +34,7 @@ _tol = SignalTolerance
 # slips is normal; loops, truncation and a drifting canary are not.
 DEFAULT_TOLERANCES: dict[str, SignalTolerance] = {
     "error": _tol(tolerated=0.05, broken=0.4),
+    "tool_call": _tol(tolerated=0.03, broken=0.3),
     "tool_call_json": _tol(tolerated=0.02, broken=0.25),
     "tool_call_name": _tol(tolerated=0.02, broken=0.25),
     "tool_call_schema": _tol(tolerated=0.03, broken=0.3),
@@ -77,6 +78,9 @@ class QualityConfig(_Strict):
     half_life_s: float = Field(
         600.0, gt=0, description="Evidence loses half its weight in this time."
     )
+    recent_window: float = Field(
+        20.0, gt=1, description="Responses in the fast estimate that catches a sudden fault."
+    )
     prior_weight: float = Field(
         2.0, ge=0, description="Pseudo-responses at the tolerated rate every estimate starts from."
     )
@@ -84,6 +88,9 @@ class QualityConfig(_Strict):
         5.0, gt=0, description="Decayed responses a signal needs before it can demote."
     )
     confidence_z: float = Field(1.645, gt=0, description="z of the rate's lower bound (95%).")
+    recent_confidence_z: float = Field(
+        2.576, gt=0, description="The same for the recent estimate (99.5%): few responses."
+    )
     demote_below: float = Field(0.8, gt=0, lt=1)
     restore_above: float = Field(0.9, gt=0, le=1)
     ejection_base_s: float = Field(30.0, gt=0, description="First ejection's length.")

@@ -6,6 +6,7 @@ from gateway.quality.score import SignalScore
 
 SIGNAL_LABELS: dict[str, str] = {
     "error": "errors",
+    "tool_call": "tool-call failures",
     "tool_call_json": "tool-call arguments not JSON",
     "tool_call_name": "tool calls to unknown tools",
     "tool_call_schema": "tool-call schema failures",
@@ -28,13 +29,12 @@ def label(signal: str) -> str:
 
 
 def describe_signal(score: SignalScore, half_life_s: float) -> str:
-    """e.g. "tool-call schema failures 9/40 (half-life 10 min); score 0.62"."""
+    """E.g. `tool-call schema failures 9/40 (half-life 10 min); score 0.62`, or with
+    `(recent responses)` when the last few responses, not the half-life's, set it."""
     counts = f"{_count(score.bad)}/{_count(score.total)}"
     peers = f", peers {score.baseline:.0%}" if score.baseline else ""
-    return (
-        f"{label(score.signal)} {counts}{peers} (half-life {_duration(half_life_s)}); "
-        f"score {score.score:.2f}"
-    )
+    span = "recent responses" if score.recent else f"half-life {_duration(half_life_s)}"
+    return f"{label(score.signal)} {counts}{peers} ({span}); score {score.score:.2f}"
 
 
 def _count(value: float) -> str:

@@ -20,6 +20,7 @@ from gateway.quality.signals import SignalParams, evaluate
 _SAMPLE_CHARS = 2048
 _SYSTEM_SAMPLE_CHARS = 512
 _MAX_TOOLS = 128
+_TOOL_CALL_SIGNALS = frozenset({"tool_call_json", "tool_call_name", "tool_call_schema"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,12 @@ class QualityRecorder:
 
     def _record(self, observation: Observation) -> None:
         events: list[SignalEvent] = evaluate(observation, self.params)
+        tool_events = [e for e in events if e.signal in _TOOL_CALL_SIGNALS]
+        if tool_events:
+            # One verdict per tool-calling response as well: a backend whose calls fail in
+            # three different ways must not look three times healthier than it is.
+            worst = next((e for e in tool_events if e.bad), tool_events[0])
+            events.append(SignalEvent("tool_call", worst.bad, "fidelity", worst.detail))
         if events:
             self.observed += 1
             self.book.record(observation.backend, observation.model, events)

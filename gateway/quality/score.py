@@ -15,12 +15,31 @@ from dataclasses import dataclass
 from gateway.quality.config import SignalTolerance
 
 
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Decayed (bad, total) weights over the half-life, and over the last few responses."""
+
+    bad: float
+    total: float
+    recent_bad: float
+    recent_total: float
+
+
 @dataclass(slots=True)
 class DecayedRate:
-    """Bad and total evidence weights, decayed to `at` lazily on every touch."""
+    """Bad and total evidence weights, decayed to `at` lazily on every touch.
+
+    Two estimates: one over time (the half-life), and one over the last `window`
+    responses (each new response multiplies the old weights by 1 - 1/window), which also
+    fades with time. The second catches a fault that starts after hours of good
+    evidence, which the first would dilute; it cannot demote with fewer responses than
+    `min_evidence` either.
+    """
 
     bad: float = 0.0
     total: float = 0.0
+    recent_bad: float = 0.0
+    recent_total: float = 0.0
     at: float = 0.0
     last_bad_detail: str = ""
     last_bad_at: float | None = None
@@ -30,22 +49,33 @@ class DecayedRate:
             factor = 0.5 ** ((now - self.at) / half_life_s)
             self.bad *= factor
             self.total *= factor
+            self.recent_bad *= factor
+            self.recent_total *= factor
             self.at = now
 
-    def add(self, now: float, half_life_s: float, bad: bool, weight: float, detail: str) -> None:
+    def add(
+        self, now: float, half_life_s: float, bad: bool, weight: float, detail: str, window: float
+    ) -> None:
         self.decay_to(now, half_life_s)
+        keep = (1.0 - 1.0 / window) ** weight
+        self.recent_bad *= keep
+        self.recent_total = self.recent_total * keep + weight
         self.total += weight
         if bad:
             self.bad += weight
+            self.recent_bad += weight
             self.last_bad_detail = detail
             self.last_bad_at = now
 
-    def decayed(self, now: float, half_life_s: float) -> tuple[float, float]:
-        """(bad, total) as of `now`, without changing the stored values."""
-        if now <= self.at:
-            return self.bad, self.total
-        factor = 0.5 ** ((now - self.at) / half_life_s)
-        return self.bad * factor, self.total * factor
+    def decayed(self, now: float, half_life_s: float) -> Evidence:
+        """The weights as of `now`, without changing the stored values."""
+        factor = 0.5 ** ((now - self.at) / half_life_s) if now > self.at else 1.0
+        return Evidence(
+            self.bad * factor,
+            self.total * factor,
+            self.recent_bad * factor,
+            self.recent_total * factor,
+        )
 
 
 def wilson_lower(bad: float, total: float, z: float) -> float:
@@ -71,27 +101,39 @@ class SignalScore:
     total: float
     baseline: float = 0.0
     """For peer-relative signals, the peers' rate this one is compared with."""
+    recent: bool = False
+    """The last few responses, not the half-life's, set the score (bad/total are theirs)."""
 
 
 def signal_score(
     signal: str,
-    bad: float,
-    total: float,
+    evidence: Evidence,
     tolerance: SignalTolerance,
     *,
     z: float,
     prior_weight: float,
     min_evidence: float,
     baseline: float = 0.0,
+    recent_z: float | None = None,
 ) -> SignalScore:
     """1 while the bad rate's lower bound is within tolerance (above `baseline`, for
-    signals judged against peers), falling linearly to 0 at `broken`."""
+    signals judged against peers), falling linearly to 0 at `broken`; the worse of the
+    half-life's and the recent responses' verdicts."""
     prior_rate = min(1.0, baseline + tolerance.tolerated)
+    bad, total = evidence.bad, evidence.total
     weight = total + prior_weight
     rate = (bad + prior_weight * prior_rate) / weight if weight > 0 else 0.0
-    score = 1.0
-    if total >= min_evidence:
+
+    def judge(bad: float, total: float, z: float) -> float:
+        if total < min_evidence:
+            return 1.0
         excess = wilson_lower(bad, total, z) - baseline - tolerance.tolerated
         span = tolerance.broken - tolerance.tolerated
-        score = 1.0 - min(1.0, max(0.0, excess / span))
+        return 1.0 - min(1.0, max(0.0, excess / span))
+
+    score = judge(bad, total, z)
+    recent = judge(evidence.recent_bad, evidence.recent_total, recent_z or z)
+    if recent < score:
+        recent_evidence = (evidence.recent_bad, evidence.recent_total)
+        return SignalScore(signal, recent, rate, *recent_evidence, baseline, recent=True)
     return SignalScore(signal, score, rate, bad, total, baseline)

@@ -7,7 +7,7 @@ import pytest
 from gateway.quality.book import QualityBook
 from gateway.quality.config import QualityConfig, SignalTolerance
 from gateway.quality.observation import SignalEvent
-from gateway.quality.score import DecayedRate, signal_score, wilson_lower
+from gateway.quality.score import DecayedRate, Evidence, signal_score, wilson_lower
 
 
 class VirtualClock:
@@ -38,10 +38,31 @@ def test_wilson_lower_bound() -> None:
 
 def test_decay_halves_evidence_per_half_life() -> None:
     rate = DecayedRate(at=0.0)
-    rate.add(0.0, 600.0, True, 1.0, "x")
-    rate.add(0.0, 600.0, False, 1.0, "")
-    assert rate.decayed(600.0, 600.0) == pytest.approx((0.5, 1.0))
-    assert rate.decayed(1200.0, 600.0) == pytest.approx((0.25, 0.5))
+    rate.add(0.0, 600.0, True, 1.0, "x", 10.0)
+    rate.add(0.0, 600.0, False, 1.0, "", 10.0)
+    later = rate.decayed(600.0, 600.0)
+    assert (later.bad, later.total) == pytest.approx((0.5, 1.0))
+    # the recent estimate: the first response was worth 0.9 when the second came
+    assert (later.recent_bad, later.recent_total) == pytest.approx((0.45, 0.95))
+    much_later = rate.decayed(1200.0, 600.0)
+    assert (much_later.bad, much_later.total) == pytest.approx((0.25, 0.5))
+
+
+def test_a_sudden_fault_after_long_good_history_is_caught_by_the_recent_estimate() -> None:
+    book, clock = make_book()
+    for _ in range(500):
+        clock.now += 1
+        book.record("a", "m", [event("repetition", False)])
+    ejected_after = None
+    for count in range(1, 11):
+        clock.now += 1
+        book.record("a", "m", [event("repetition", True)])
+        if book.view("a", "m").state == "ejected":
+            ejected_after = count
+            break
+    assert ejected_after is not None
+    assert ejected_after <= 8
+    assert "(recent responses)" in book.view("a", "m").reason
 
 
 @pytest.mark.parametrize(
@@ -55,8 +76,9 @@ def test_decay_halves_evidence_per_half_life() -> None:
 )
 def test_signal_score(bad: float, total: float, min_evidence: float, expected: float) -> None:
     tolerance = SignalTolerance(tolerated=0.02, broken=0.25)
+    evidence = Evidence(bad, total, 0.0, 0.0)
     score = signal_score(
-        "x", bad, total, tolerance, z=1.645, prior_weight=2, min_evidence=min_evidence
+        "x", evidence, tolerance, z=1.645, prior_weight=2, min_evidence=min_evidence
     )
     assert score.score == pytest.approx(expected)
 
