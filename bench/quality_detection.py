@@ -166,6 +166,7 @@ class Harness:
         """One virtual second: maybe a probe cycle, then one routed request."""
         self.clock.now += 1.0
         self.step += 1
+        self.book.refresh()  # what the gateway's once-a-second task does
         if self.clock.now >= self.next_probe_at:
             assert self.prober is not None
             await self.prober.run_cycle()

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from starlette.requests import Request
@@ -137,7 +139,7 @@ async def _send(
     learn(gateway.router, gateway.state, name, record.work, usage_from_body(response.body))
     _finish(gateway, record, started, response.status, name, None)
     if context is not None:
-        _observe(gateway, record, context, name, collect_body(response.body))
+        _observe(gateway, record, context, name, partial(collect_body, response.body))
     return Response(response.body, response.status, headers, response.content_type)
 
 
@@ -168,10 +170,10 @@ async def _open_stream(
         error = None if outcome.status == "ok" else outcome.status
         _finish(gateway, record, started, 200, name, error, chunks=outcome.chunks)
         if outcome.collector is not None:
-            collected = outcome.collector.finish()
             decode_s = outcome.last_chunk_at - (outcome.first_chunk_at or outcome.last_chunk_at)
             ttft_s = record.attempts[-1].duration_ms / 1000 if record.attempts else None
-            _observe(gateway, record, context, name, collected, error, ttft_s, decode_s)
+            collect = outcome.collector.finish
+            _observe(gateway, record, context, name, collect, error, ttft_s, decode_s)
 
     return RelayResponse(
         relay(stream, deadline, outcome),
@@ -209,13 +211,13 @@ def _observe(
     record: DecisionRecord,
     context: RequestContext | None,
     served_by: str | None = None,
-    collected: CollectedResponse | None = None,
+    collect: Callable[[], CollectedResponse] | None = None,
     error: str | None = None,
     ttft_s: float | None = None,
     decode_s: float | None = None,
 ) -> None:
-    """Failed attempts and the response become quality evidence, on the next loop turn
-    (after the response has gone out)."""
+    """Failed attempts and the response become quality evidence on the next loop turn,
+    after the response has gone out: parsing the response happens there too."""
     recorder = gateway.quality
     if recorder is None or context is None:
         return
@@ -224,12 +226,12 @@ def _observe(
         for attempt in record.attempts:
             if attempt.outcome != "ok":
                 recorder.failure(context, attempt.backend, attempt.outcome)
-        if served_by is not None and collected is not None:
+        if served_by is not None and collect is not None:
             recorder.response(
-                context, served_by, collected, error_code=error, ttft_s=ttft_s, decode_s=decode_s
+                context, served_by, collect(), error_code=error, ttft_s=ttft_s, decode_s=decode_s
             )
 
-    asyncio.get_running_loop().call_soon(observe)
+    asyncio.get_running_loop().call_soon(recorder.guarded, observe)
 
 
 def _finish(

@@ -42,6 +42,7 @@ class Gateway:
     scraper: EngineScraper | None = None
     quality: QualityRecorder | None = None
     prober: Prober | None = None
+    _quality_task: asyncio.Task[None] | None = None
     _probe_task: asyncio.Task[None] | None = None
 
     def authorize(self, authorization: str | None) -> None:
@@ -89,6 +90,10 @@ async def start_gateway(config: Config) -> Gateway:
         gateway.scraper.start()
     if gateway.prober is not None:
         gateway.prober.start()
+    if gateway.quality is not None:
+        gateway._quality_task = asyncio.create_task(
+            _refresh_quality(gateway.quality.book), name="quality-refresh"
+        )
     if config.health.active_probes:
         gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
     return gateway
@@ -105,8 +110,22 @@ async def stop_gateway(gateway: Gateway) -> None:
         await gateway.scraper.stop()
     if gateway.prober is not None:
         await gateway.prober.stop()
+    if gateway._quality_task is not None:
+        gateway._quality_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await gateway._quality_task
     await _close_all(gateway.providers, gateway.emulators)
     gateway.log.stop()
+
+
+async def _refresh_quality(book: QualityBook) -> None:
+    """Back-offs end, evidence decays and history is sampled even without traffic."""
+    while True:
+        await asyncio.sleep(1.0)
+        try:
+            book.refresh()
+        except Exception:  # scores are optional; the loop must outlive a bug
+            logger.exception("quality refresh failed")
 
 
 def _prober(config: Config, book: QualityBook, providers: dict[str, Provider]) -> Prober | None:

@@ -75,7 +75,11 @@ async def relay(
             outcome.last_chunk_at = now = clock()
             yield chunk
             if now > deadline:
-                raise UpstreamTimeout("request exceeded its total deadline mid-stream")
+                # The gateway's own deadline, not the backend's fault: its own code, which
+                # the quality signals do not count as an error of the backend.
+                raise UpstreamTimeout(
+                    "request exceeded its total deadline mid-stream", code="request_deadline"
+                )
         is_sse = stream.content_type.startswith("text/event-stream")
         if is_sse and _DONE not in tail and not _ends_with_error_event(tail):
             raise UpstreamProtocolError("backend ended the stream without [DONE]")

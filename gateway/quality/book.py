@@ -8,7 +8,14 @@ router reads one `QualityView` per candidate. A pair's state follows hysteresis:
     probation --fidelity < demote_below--> ejected again, back-off doubled
 
 The back-off grows with each ejection (with jitter, so gateways do not return in step)
-and starts over once the pair has stayed healthy for `forgive_after_s`.
+and starts over once the pair has stayed healthy for `forgive_after_s`. In probation only
+evidence gathered since probation began is judged: the evidence that ejected the pair
+has been paid for, and judging it again would re-eject it with nothing new learned. A
+pair restored to healthy keeps only that fresh evidence.
+
+Views are computed when evidence arrives and by `refresh()`, which the gateway calls
+about once a second (state deadlines, decay, history samples, peers' rates); reading a
+view never changes anything.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import random
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gateway.quality.config import QualityConfig
 from gateway.quality.explain import describe_signal
@@ -29,9 +36,7 @@ from policies.base import QualityState, QualityView
 # max_tokens on most requests; what matters is hitting it far more often than peers.
 PEER_RELATIVE = frozenset({"max_tokens_hit"})
 SLA_SIGNALS = frozenset({"ttft", "tpot"})
-# Views are recomputed on new evidence, on state deadlines, and at least this often
-# (evidence decays continuously, but slowly: half-lives are minutes).
-_VIEW_REFRESH_S = 1.0
+_UNKNOWN = QualityView()
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +58,11 @@ class _Pair:
     healthy_since: float = 0.0
     transitions: int = 0
     reason: str = "no evidence yet"
+    fresh: dict[str, DecayedRate] | None = None
+    """Evidence since probation began; None outside probation."""
     history: deque[HistoryPoint] = field(default_factory=deque)
     sampled_at: float = float("-inf")
-    view: QualityView | None = None
-    view_at: float = float("-inf")
+    view: QualityView = field(default_factory=lambda: _UNKNOWN)
     scores: tuple[SignalScore, ...] = ()
 
 
@@ -74,6 +80,9 @@ class QualityBook:
         self._clock = clock
         self._rng = rng or random.Random()
         self._pairs: OrderedDict[tuple[str, str], _Pair] = OrderedDict()
+        # (model, signal) -> [(backend, bad rate)] of pairs with enough evidence; rebuilt
+        # by refresh(), so judging one pair does not scan every other.
+        self._peer_rates: dict[tuple[str, str], list[tuple[str, float]]] = {}
         self.events = 0
         self.dropped_pairs = 0
 
@@ -83,27 +92,32 @@ class QualityBook:
         pair = self._pair(backend, model)
         half_life, window = self.config.half_life_s, self.config.recent_window
         for event in events:
-            rate = pair.signals.get(event.signal)
-            if rate is None:
-                rate = pair.signals[event.signal] = DecayedRate(at=now)
-            rate.add(now, half_life, event.bad, event.weight, event.detail, window)
+            targets = [pair.signals] if pair.fresh is None else [pair.signals, pair.fresh]
+            for signals in targets:
+                rate = signals.get(event.signal)
+                if rate is None:
+                    rate = signals[event.signal] = DecayedRate(at=now)
+                rate.add(now, half_life, event.bad, event.weight, event.detail, window)
             self.events += 1
         self._judge(pair, now)
 
+    def refresh(self) -> None:
+        """Re-judge every pair: ends back-offs, lets evidence decay, samples history."""
+        now = self._clock()
+        self._peer_rates = self._collect_peer_rates(now)
+        for pair in self._pairs.values():
+            self._judge(pair, now)
+
     def view(self, backend: str, model: str) -> QualityView:
-        """What policies see; cheap: recomputed only when stale."""
+        """What policies see, as of the last record() or refresh(); never changes state."""
         pair = self._pairs.get((backend, model))
         if pair is None:
             return _UNKNOWN
-        now = self._clock()
-        if (
-            pair.view is None
-            or now - pair.view_at >= _VIEW_REFRESH_S
-            or (pair.state == "ejected" and now >= pair.ejected_until)
-        ):
-            self._judge(pair, now)
-        assert pair.view is not None
-        return pair.view
+        view = pair.view
+        if view.state == "ejected":
+            left = max(0.0, pair.ejected_until - self._clock())
+            view = replace(view, ejected_for_s=left)
+        return view
 
     def views(self, backends: Iterable[str], model: str) -> dict[str, QualityView]:
         return {name: self.view(name, model) for name in backends}
@@ -142,16 +156,27 @@ class QualityBook:
         return pair
 
     def _judge(self, pair: _Pair, now: float) -> None:
-        scores = self._score_all(pair, now)
+        scores = self._score_all(pair, pair.signals, now)
         fidelity, worst = _worst(s for s in scores if s.signal not in SLA_SIGNALS)
+        fresh = self._score_all(pair, pair.fresh, now) if pair.fresh is not None else ()
+        fresh_fidelity, fresh_worst = _worst(s for s in fresh if s.signal not in SLA_SIGNALS)
+        judged = pair.signals
+        self._transition(pair, now, fidelity, fresh_fidelity, bool(scores))
+        if pair.signals is not judged:  # restored on fresh evidence alone: judge that
+            scores = self._score_all(pair, pair.signals, now)
+            fidelity, worst = _worst(s for s in scores if s.signal not in SLA_SIGNALS)
+        if pair.state == "probation":
+            fidelity, worst = fresh_fidelity, fresh_worst
         sla, _ = _worst(s for s in scores if s.signal in SLA_SIGNALS)
-        self._transition(pair, now, fidelity, worst, bool(scores))
         pair.scores = scores
         pair.reason = (
             describe_signal(worst, self.config.half_life_s) if worst else "no bad evidence"
         )
         if pair.state == "unknown":
             pair.reason = "no evidence yet"
+        elif pair.state == "probation":
+            pair.reason = f"probation, judged on {_fresh_responses(pair):.0f} new responses: "
+            pair.reason += describe_signal(worst, self.config.half_life_s) if worst else "ok"
         pair.view = QualityView(
             fidelity=round(fidelity, 4),
             sla=round(sla, 4),
@@ -159,15 +184,16 @@ class QualityBook:
             reason=pair.reason,
             ejected_for_s=max(0.0, pair.ejected_until - now) if pair.state == "ejected" else 0.0,
         )
-        pair.view_at = now
         if now - pair.sampled_at >= self.config.history_interval_s:
             pair.history.append(HistoryPoint(now, pair.view.fidelity, pair.view.sla, pair.state))
             pair.sampled_at = now
 
-    def _score_all(self, pair: _Pair, now: float) -> tuple[SignalScore, ...]:
+    def _score_all(
+        self, pair: _Pair, signals: dict[str, DecayedRate] | None, now: float
+    ) -> tuple[SignalScore, ...]:
         cfg = self.config
         out: list[SignalScore] = []
-        for name, rate in pair.signals.items():
+        for name, rate in (signals or {}).items():
             evidence = rate.decayed(now, cfg.half_life_s)
             baseline = 0.0
             if name in PEER_RELATIVE:
@@ -191,23 +217,31 @@ class QualityBook:
 
     def _peer_rate(self, pair: _Pair, signal: str, now: float) -> float | None:
         """Median bad rate of the same model's other backends with enough evidence."""
-        rates: list[float] = []
-        for (backend, model), other in self._pairs.items():
-            if model != pair.model or backend == pair.backend:
-                continue
-            rate = other.signals.get(signal)
-            if rate is None:
-                continue
-            evidence = rate.decayed(now, self.config.half_life_s)
-            if evidence.total >= self.config.min_evidence:
-                rates.append(evidence.bad / evidence.total)
+        rates = sorted(
+            rate
+            for backend, rate in self._peer_rates.get((pair.model, signal), ())
+            if backend != pair.backend
+        )
         if not rates:
             return None
-        rates.sort()
-        return rates[len(rates) // 2]
+        middle = len(rates) // 2
+        return rates[middle] if len(rates) % 2 else (rates[middle - 1] + rates[middle]) / 2
+
+    def _collect_peer_rates(self, now: float) -> dict[tuple[str, str], list[tuple[str, float]]]:
+        out: dict[tuple[str, str], list[tuple[str, float]]] = {}
+        for (backend, model), pair in self._pairs.items():
+            for signal in PEER_RELATIVE:
+                rate = pair.signals.get(signal)
+                if rate is None:
+                    continue
+                evidence = rate.decayed(now, self.config.half_life_s)
+                if evidence.total >= self.config.min_evidence:
+                    share = evidence.bad / evidence.total
+                    out.setdefault((model, signal), []).append((backend, share))
+        return out
 
     def _transition(
-        self, pair: _Pair, now: float, fidelity: float, worst: SignalScore | None, seen: bool
+        self, pair: _Pair, now: float, fidelity: float, fresh_fidelity: float, seen: bool
     ) -> None:
         cfg = self.config
         if pair.state == "unknown":
@@ -216,17 +250,24 @@ class QualityBook:
             pair.state, pair.healthy_since = "healthy", now
         if pair.state == "ejected" and now >= pair.ejected_until:
             self._move(pair, "probation")
+            pair.fresh = {}
+            return  # nothing new to judge yet
         if pair.state == "healthy":
             if fidelity < cfg.demote_below:
                 self._eject(pair, now)
             elif now - pair.healthy_since >= cfg.forgive_after_s:
                 pair.ejections = 0
         elif pair.state == "probation":
-            if fidelity >= cfg.restore_above:
+            if fresh_fidelity < cfg.demote_below:
+                self._eject(pair, now)
+            elif fidelity >= cfg.restore_above or (
+                fresh_fidelity >= cfg.restore_above and _fresh_responses(pair) >= cfg.min_evidence
+            ):
+                # Restored: what ejected it is forgotten, what it did since is kept.
+                if fidelity < cfg.restore_above and pair.fresh is not None:
+                    pair.signals = pair.fresh
                 self._move(pair, "healthy")
                 pair.healthy_since = now
-            elif fidelity < cfg.demote_below:
-                self._eject(pair, now)
 
     def _eject(self, pair: _Pair, now: float) -> None:
         cfg = self.config
@@ -239,6 +280,13 @@ class QualityBook:
     def _move(self, pair: _Pair, state: QualityState) -> None:
         pair.state = state
         pair.transitions += 1
+        if state != "probation":
+            pair.fresh = None
+
+
+def _fresh_responses(pair: _Pair) -> float:
+    """Responses of evidence since probation began (the busiest signal's weight)."""
+    return max((rate.total for rate in (pair.fresh or {}).values()), default=0.0)
 
 
 def _worst(scores: Iterable[SignalScore]) -> tuple[float, SignalScore | None]:
@@ -249,6 +297,3 @@ def _worst(scores: Iterable[SignalScore]) -> tuple[float, SignalScore | None]:
     if worst is None or worst.score >= 1.0:
         return 1.0, None
     return worst.score, worst
-
-
-_UNKNOWN = QualityView()

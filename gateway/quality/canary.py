@@ -86,8 +86,9 @@ class CanaryBaselines:
 
     The first answer seen becomes the reference. If it came from a backend that was
     already wrong, the others would all drift from it; so when a strict majority of the
-    backends (at least two) agree among themselves and not with the reference, their
-    answer becomes the reference.
+    backends' latest answers (two of two, two of three, ...) agree among themselves and
+    not with the reference, their answer becomes the reference. This also follows a
+    legitimate model update once most backends serve it.
     """
 
     def __init__(self, threshold: float, max_entries: int = 1024) -> None:
@@ -113,7 +114,7 @@ class CanaryBaselines:
 
     def _rebase(self, key: tuple[str, int], latest: Mapping[str, CanaryAnswer]) -> None:
         answers = list(latest.values())
-        if len(answers) < 3:
+        if len(answers) < 2:
             return
         reference = self._reference[key]
         for candidate in answers:

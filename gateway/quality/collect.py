@@ -25,8 +25,10 @@ KIB = 1024
 class CollectBounds:
     """How much of a response is kept for inspection."""
 
-    max_bytes: int = 512 * KIB
-    """Stream bytes kept for parsing; past it only a rolling tail is kept (`capped`)."""
+    max_bytes: int = 256 * KIB
+    """Stream bytes kept for parsing; past it only a rolling tail is kept (`capped`).
+    Per stream in flight, so it bounds the gateway's memory: 1,000 long streams hold
+    at most 256 MiB (plus a copy of one at a time while it is parsed)."""
     tail_bytes: int = 8 * KIB
     """Rolling tail kept after the cap, for finish_reason, usage, errors and [DONE]."""
     max_content_chars: int = 64 * KIB
@@ -95,6 +97,7 @@ class StreamCollector:
     def finish(self) -> CollectedResponse:
         """Parse what was kept, once; call after the stream's last byte."""
         buffer = bytes(self._buffer)
+        self._buffer = bytearray()  # freed now, not when the request's closures go
         if not self._capped and buffer.lstrip().startswith(b"{"):
             # Not SSE at all: an error (or a whole answer) sent as a plain JSON body.
             return collect_body(buffer, self._bounds)

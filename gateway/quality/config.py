@@ -63,7 +63,7 @@ class ProbeConfig(_Strict):
     needle: bool = Field(True, description="A long-context needle: is early context kept?")
     needle_tokens: int = Field(4000, ge=64, le=1_000_000, description="Needle probe's context.")
     max_tokens_per_hour: int = Field(
-        50_000, ge=0, description="Probe budget per backend (prompt + completion tokens)."
+        100_000, ge=0, description="Probe budget per backend (prompt + completion tokens)."
     )
     drift_threshold: float = Field(
         0.15, gt=0, le=1, description="Canary drift (total variation of top logprobs) alarm."
@@ -99,9 +99,14 @@ class QualityConfig(_Strict):
     forgive_after_s: float = Field(
         1800.0, gt=0, description="Healthy this long: the back-off starts over."
     )
-    history_size: int = Field(720, ge=1, le=100_000, description="Score samples kept per pair.")
+    history_size: int = Field(360, ge=1, le=100_000, description="Score samples kept per pair.")
     history_interval_s: float = Field(10.0, gt=0, description="Score sampling period.")
-    max_pairs: int = Field(4096, ge=1, description="Backend x model pairs tracked, at most.")
+    max_pairs: int = Field(1024, ge=1, description="Backend x model pairs tracked, at most.")
+    show_details: bool = Field(
+        False,
+        description="Show each signal's last bad detail on the quality API. Off: details "
+        "can quote what a backend answered, and every client key may read the API.",
+    )
     signals: dict[str, SignalTolerance] = Field(
         default_factory=dict, description="Per-signal overrides of DEFAULT_TOLERANCES."
     )

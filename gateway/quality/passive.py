@@ -8,7 +8,8 @@ signals runs after the response's last byte (the caller schedules it), never bef
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,7 @@ from gateway.quality.collect import CollectedResponse, observation_fields
 from gateway.quality.observation import Observation, Outcome, SignalEvent
 from gateway.quality.signals import SignalParams, evaluate
 
+logger = logging.getLogger("switchyard")
 _SAMPLE_CHARS = 2048
 _SYSTEM_SAMPLE_CHARS = 512
 _MAX_TOOLS = 128
@@ -63,8 +65,8 @@ def request_context(
 
 def classify_failure(code: str) -> tuple[Outcome, str]:
     """An attempt's error code as (outcome, error kind); 429 is capacity, not quality."""
-    if code == "cancelled":
-        return "cancelled", code
+    if code in ("cancelled", "request_deadline", "client_disconnected"):
+        return "cancelled", code  # the client's or the gateway's doing, not the backend's
     if code == "upstream_429":
         return "capacity", code
     if code.startswith("upstream_4"):
@@ -86,6 +88,17 @@ class QualityRecorder:
         self.book = book
         self.params = params or SignalParams()
         self.observed = 0
+        self.failed = 0
+
+    def guarded(self, observe: Callable[[], None]) -> None:
+        """Run one observation; a bug in it (or a backend's odd bytes) loses that evidence
+        and is logged, with falling frequency, but never reaches a client."""
+        try:
+            observe()
+        except Exception:  # evidence is optional; serving is not
+            self.failed += 1
+            if self.failed & (self.failed - 1) == 0:  # 1st, 2nd, 4th, 8th, ... failure
+                logger.warning("quality observation failed (%d so far)", self.failed, exc_info=True)
 
     def failure(self, context: RequestContext, backend: str, code: str) -> None:
         outcome, kind = classify_failure(code)

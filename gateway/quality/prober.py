@@ -118,9 +118,19 @@ class Prober:
         probes in turn."""
         wanted = set(backends) if backends is not None else None
         pairs = [(b, m) for b, m in self.targets if wanted is None or b in wanted]
-        batches = await asyncio.gather(*(self._probe_pair(b, m) for b, m in pairs))
+        batches = await asyncio.gather(
+            *(self._probe_pair(b, m) for b, m in pairs), return_exceptions=True
+        )
         self.cycles += 1
-        return [result for batch in batches for result in batch]
+        results: list[ProbeResult] = []
+        for batch in batches:
+            if isinstance(batch, BaseException):
+                if not isinstance(batch, Exception):
+                    raise batch  # cancellation and the like are not a probe's business
+                logger.warning("quality probe failed", exc_info=batch)
+                continue
+            results.extend(batch)
+        return results
 
     def status(self) -> dict[str, Any]:
         now = self._clock()
@@ -209,16 +219,20 @@ class Prober:
         if not budget.allows(started, estimate):
             self.skipped += 1
             return self._keep(ProbeResult(backend, model, kind, None, "over budget", 0, started, 0))
+        # Reserved before the request: concurrent probes of one backend see each other.
+        budget.charge(started, estimate)
         self.probes += 1
         try:
             response = await self._send(backend, raw)
         except UpstreamError as exc:
-            budget.charge(started, estimate)
             return self._keep(self._failed(backend, model, kind, exc, started))
         tokens = _tokens_used(response) or estimate
-        budget.charge(started, tokens)
+        budget.charge(started, tokens - estimate)  # settle against what it really cost
         self.tokens += tokens
-        problem = judge(response)
+        try:
+            problem = judge(response)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+            problem = f"unparseable answer ({type(exc).__name__})"
         ok = problem is None
         detail = problem or "ok"
         weight = self.configs[backend].weight
@@ -260,4 +274,5 @@ def _tokens_used(response: Any) -> int:
     usage = response.get("usage") if isinstance(response, dict) else None
     if not isinstance(usage, dict):
         return 0
-    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
+    counts = (usage.get("prompt_tokens"), usage.get("completion_tokens"))
+    return sum(count for count in counts if isinstance(count, int) and count > 0)

@@ -42,7 +42,7 @@ def _pair(book: QualityBook, backend: str, model: str, now: float, history: bool
                 "total": round(score.total, 2),
                 "peer_rate": round(score.baseline, 4) if score.baseline else None,
                 "summary": describe_signal(score, half_life),
-                "last_bad": detail or None,
+                "last_bad": (detail or None) if book.config.show_details else None,
                 "last_bad_age_s": round(now - at, 1) if at is not None else None,
             }
         )

@@ -46,8 +46,18 @@ def schema_violation(schema: Mapping[str, Any], instance: Any) -> str | None:
     if error is None:
         return None
     where = "/".join(str(part) for part in error.absolute_path)
-    message = error.message if len(error.message) <= _MAX_MESSAGE_CHARS else _short(error.message)
-    return f"{message} (at {where})" if where else message
+    message = _describe(error)
+    return f"{message} (at /{where})" if where else message
+
+
+def _describe(error: Any) -> str:
+    """What the schema wanted, never the offending value: that is response text, which
+    may quote a user's data, and these details are shown on the quality API."""
+    if error.validator == "required":
+        message = str(error.message)  # "'name' is a required property": schema names only
+    else:
+        message = f"fails {error.validator!s}: {error.validator_value!r}"
+    return message if len(message) <= _MAX_MESSAGE_CHARS else _short(message)
 
 
 def schema_errors(schema: Mapping[str, Any], instance: Any) -> str | None:
@@ -72,11 +82,12 @@ def _compile(canonical: bytes) -> Validator | None:
     schema = orjson.loads(canonical)
     if not isinstance(schema, dict):
         return None
-    # Tool schemas rarely name a draft; 2020-12 accepts what they use in practice.
-    cls = validators.validator_for(schema, default=Draft202012Validator)
     try:
+        # Tool schemas rarely name a draft; 2020-12 accepts what they use in practice. A
+        # client's odd `$schema` (a number, a list) makes validator_for itself raise.
+        cls = validators.validator_for(schema, default=Draft202012Validator)
         cls.check_schema(schema)
-    except (SchemaError, RecursionError):
+    except (SchemaError, RecursionError, TypeError, AttributeError, ValueError, LookupError):
         return None
     return cls(schema)
 

@@ -234,9 +234,10 @@ def repetition_signal(obs: Observation, params: SignalParams) -> SignalEvent | N
     if loop is None or not _degenerate(loop, params):
         share = loop.share if loop is not None and loop.repeats >= 2 else 0.0
         return event("repetition", False, share=share)
-    phrase = " ".join(loop.unit[:8]) + (" …" if len(loop.unit) > 8 else "")
+    # The phrase itself is the backend's output (it may quote a user): count its words only.
+    phrase = f"a {len(loop.unit)}-word phrase"
     read = f"the output's last {len(window):,} characters" if windowed else "the output"
-    detail = f"{phrase!r} repeated {loop.repeats:.0f} times covers {loop.share:.0%} of {read}"
+    detail = f"{phrase} repeated {loop.repeats:.0f} times covers {loop.share:.0%} of {read}"
     return event("repetition", True, detail, share=loop.share, repeats=loop.repeats)
 
 

@@ -245,7 +245,7 @@ async def test_total_deadline_bounds_a_stream(
     )
     events = sse_events(response.content)
     assert b"[DONE]" not in events
-    assert orjson.loads(events[-1])["error"]["code"] == "upstream_timeout"
+    assert orjson.loads(events[-1])["error"]["code"] == "request_deadline"
     await wait_idle(gw)
 
 

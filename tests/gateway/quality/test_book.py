@@ -101,18 +101,50 @@ def test_loops_eject_with_growing_backoff_then_restore() -> None:
     assert view.fidelity < 0.8
     assert view.reason.startswith("looping output 6/6 (half-life 10 min)")
     assert view.ejected_for_s == pytest.approx(30.0)
-    clock.now += 31  # back-off over, evidence still bad: ejected again, twice as long
+    clock.now += 31
+    book.refresh()  # back-off over: probation, judged only on what comes next
+    assert book.view("a", "m").state == "probation"
+    for _ in range(6):  # still looping: ejected again, twice as long
+        clock.now += 1
+        book.record("a", "m", [event("repetition", True)])
     assert book.view("a", "m").state == "ejected"
     assert book.view("a", "m").ejected_for_s == pytest.approx(60.0)
-    # the fault clears: good evidence and decay bring it back
     clock.now += 61
-    for _ in range(200):
-        clock.now += 5
+    book.refresh()
+    probation = book.view("a", "m")
+    assert probation.state == "probation"
+    assert probation.reason == "probation, judged on 0 new responses: ok"
+    for _ in range(6):  # the fault cleared
+        clock.now += 1
         book.record("a", "m", [event("repetition", False)])
     assert book.view("a", "m").state == "healthy"
-    # ejected / probation pairs while the old evidence is outweighed: the doubling
-    # back-off keeps them few (30 s, 60 s, 120 s, 240 s ... with 6 bad responses seen)
-    assert book.transitions("a", "m") <= 10
+    assert book.view("a", "m").fidelity == 1.0  # the evidence that ejected it is forgotten
+    assert book.transitions("a", "m") == 5
+
+
+def test_no_new_evidence_means_probation_not_another_ejection() -> None:
+    book, clock = make_book(ejection_base_s=30.0)
+    for _ in range(20):
+        clock.now += 1
+        book.record("a", "m", [event("repetition", True)])
+    for _ in range(10):
+        clock.now += 100
+        book.refresh()
+    assert book.view("a", "m").state == "probation"
+    assert book.transitions("a", "m") == 2
+
+
+def test_reading_a_view_changes_nothing() -> None:
+    book, clock = make_book(ejection_base_s=30.0)
+    for _ in range(6):
+        clock.now += 1
+        book.record("a", "m", [event("repetition", True)])
+    clock.now += 10
+    assert book.view("a", "m").ejected_for_s == pytest.approx(20.0)
+    clock.now += 100
+    assert book.view("a", "m").state == "ejected"  # until the next refresh()
+    assert book.view("a", "m").ejected_for_s == 0.0
+    assert book.transitions("a", "m") == 1
 
 
 def test_sla_signals_do_not_touch_fidelity() -> None:
@@ -136,6 +168,7 @@ def test_max_tokens_hit_is_judged_against_peers() -> None:
         # c hits it on every request where its peers on model n never do
         book.record("c", "n", [event("max_tokens_hit", True)])
         book.record("d", "n", [event("max_tokens_hit", False)])
+        book.refresh()  # peers' rates are gathered here
     assert book.view("a", "m").state == "healthy"
     assert book.view("b", "m").state == "healthy"
     assert book.view("c", "n").state == "ejected"
@@ -149,6 +182,7 @@ def test_evidence_fades_back_to_the_prior() -> None:
         book.record("a", "m", [event("truncation", True)])
     assert book.view("a", "m").fidelity < 0.8
     clock.now += 600  # ten half-lives: ~0.01 responses of evidence left
+    book.refresh()
     assert book.view("a", "m").fidelity == 1.0
 
 

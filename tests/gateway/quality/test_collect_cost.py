@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import orjson
 
-from gateway.quality.collect import StreamCollector
+from gateway.quality.collect import CollectBounds, StreamCollector
 from tests.gateway.quality.streams import text_stream
 
 CHUNKS = text_stream([f"token{i} " for i in range(2000)])
@@ -28,7 +28,7 @@ def best_time(run: Callable[[], object]) -> float:
 
 
 def feed_all() -> StreamCollector:
-    collector = StreamCollector()
+    collector = StreamCollector(CollectBounds(max_bytes=1024 * 1024))
     for chunk in CHUNKS:
         collector.feed(chunk)
     return collector

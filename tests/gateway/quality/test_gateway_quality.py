@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
 from gateway.emulator.settings import Faults
+from gateway.loopback import LoopbackServer
 from tests.conftest import StartEmulator, StartGateway, make_config
 
 PROFILE = [
@@ -128,3 +134,32 @@ async def test_probe_budget_is_per_backend_and_enforced(
     status = prober.status()
     assert status["backends"]["cheap"]["spent_last_hour"] <= 60
     assert status["skipped_over_budget"] >= 1
+
+
+async def test_odd_probe_answers_are_evidence_not_crashes(start_gateway: StartGateway) -> None:
+    async def chat(request: Request) -> JSONResponse:
+        # logprobs as a list, a null logprob, usage counts that are not numbers
+        body = {
+            "choices": [{"message": {"content": None}, "logprobs": [{"logprob": None}]}],
+            "usage": {"prompt_tokens": "many", "completion_tokens": None},
+        }
+        return JSONResponse(body)
+
+    server = LoopbackServer(
+        Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])]),
+        lifespan="off",
+    )
+    await server.start()
+    try:
+        config = make_config({"odd": server.url + "/v1"})
+        config["quality"] = {"probes": {"interval_s": 3600, "needle_tokens": 128}}
+        gw = await start_gateway(config)
+        assert gw.gateway.prober is not None
+        results = await gw.gateway.prober.run_cycle()
+        assert [r.kind for r in results] == ["canary", "canary", "canary", "tool_call", "needle"]
+        assert all(r.ok is False for r in results)
+        report = (await gw.client.get("/v1/switchyard/quality")).json()
+        assert report["pairs"][0]["signals"]  # evidence was recorded
+        assert all(s["last_bad"] is None for s in report["pairs"][0]["signals"])  # hidden
+    finally:
+        await server.stop()

@@ -110,13 +110,12 @@ def test_tool_call_name(observation: Observation, expected: str | None) -> None:
         ),
         pytest.param(
             tool_obs(ToolCallSeen("search", '{"query": "x", "limit": "three"}')),
-            "arguments of 'search' fail its schema: 'three' is not of type 'integer' (at limit)",
+            "arguments of 'search' fail its schema: fails type: 'integer' (at /limit)",
             id="wrong-type",
         ),
         pytest.param(
             tool_obs(ToolCallSeen("search", '{"query": "x", "lang": "en"}')),
-            "arguments of 'search' fail its schema: Additional properties are not allowed "
-            "('lang' was unexpected)",
+            "arguments of 'search' fail its schema: fails additionalProperties: False",
             id="extra-property",
         ),
         pytest.param(tool_obs(ToolCallSeen("search", "{")), None, id="not-json-is-not-schema"),

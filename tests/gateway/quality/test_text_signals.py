@@ -37,37 +37,36 @@ def test_repetition_is_silent_on_healthy_text(content: str) -> None:
     ("content", "expected"),
     [
         pytest.param(
-            texts.LOOP, "'the engine stops' repeated 60 times covers 100% of the output", id="loop"
+            texts.LOOP, "a 3-word phrase repeated 60 times covers 100% of the output", id="loop"
         ),
         pytest.param(
             texts.PROSE_THEN_LOOP,
-            "'the engine stops' repeated 40 times covers 42% of the output",
+            "a 3-word phrase repeated 40 times covers 42% of the output",
             id="loop-after-prose",
         ),
         pytest.param(
             texts.SENTENCE_LOOP,
-            "'i am sorry, but i cannot help with …' repeated 8 times covers 70% of the output",
+            "a 15-word phrase repeated 8 times covers 70% of the output",
             id="sentence-loop",
         ),
         pytest.param(
             texts.CUT_MID_WORD,
-            "'the engine stops' repeated 30 times covers 99% of the output",
+            "a 3-word phrase repeated 30 times covers 99% of the output",
             id="cut-mid-word",
         ),
         pytest.param(
             texts.CHINESE_LOOP,
-            "'我 不 知 道 这 个 问 题 …' repeated 20 times covers 86% of the output",
+            "a 12-word phrase repeated 20 times covers 86% of the output",
             id="chinese-loop",
         ),
         pytest.param(
             texts.PARAGRAPH_LOOP,
-            "'the history of the railway in britain begins …' repeated 4 times covers 100% "
-            "of the output",
+            "a 101-word phrase repeated 4 times covers 100% of the output",
             id="paragraph-loop",
         ),
         pytest.param(
             texts.LONG_ANSWER + " " + texts.LOOP,
-            "'the engine stops' repeated 60 times covers 13% of the output's last 8,192 characters",
+            "a 3-word phrase repeated 60 times covers 13% of the output's last 8,192 characters",
             id="loop-at-the-end-of-a-long-answer",
         ),
     ],
