@@ -91,6 +91,7 @@ class QualityBook:
         now = self._clock()
         pair = self._pair(backend, model)
         half_life, window = self.config.half_life_s, self.config.recent_window
+        bad = False
         for event in events:
             targets = [pair.signals] if pair.fresh is None else [pair.signals, pair.fresh]
             for signals in targets:
@@ -99,7 +100,10 @@ class QualityBook:
                     rate = signals[event.signal] = DecayedRate(at=now)
                 rate.add(now, half_life, event.bad, event.weight, event.detail, window)
             self.events += 1
-        self._judge(pair, now)
+            bad = bad or event.bad
+        if bad or pair.state != "healthy":
+            self._judge(pair, now)
+        # Good evidence cannot demote a healthy pair: its view catches up on refresh().
 
     def refresh(self) -> None:
         """Re-judge every pair: ends back-offs, lets evidence decay, samples history."""

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypedDict
 
+import orjson
+
 from gateway.quality.observation import ToolCallSeen
 from gateway.quality.response_assembly import Assembly, parse_json
 
@@ -171,6 +173,8 @@ def _assembly(bounds: CollectBounds) -> Assembly:
 
 def _parse_sse(data: bytes, assembly: Assembly, *, trust_last_line: bool) -> None:
     """Dispatch each SSE event's data to the assembly; comments and other fields ignored."""
+    if trust_last_line and _parse_plain_sse(data, assembly):
+        return
     lines = data.splitlines()
     unterminated = bool(lines) and not data.endswith((b"\n", b"\r"))
     if unterminated and not trust_last_line:
@@ -187,6 +191,35 @@ def _parse_sse(data: bytes, assembly: Assembly, *, trust_last_line: bool) -> Non
         elif line.startswith(b"event:"):
             event_name = _field_value(line, 6)
     _dispatch(pending, event_name, len(lines), assembly, last=unterminated)
+
+
+def _parse_plain_sse(data: bytes, assembly: Assembly) -> bool:
+    """The common shape (every event one `data: {...}` line, no other fields) parsed as one
+    JSON array: one C call instead of one per event. False: not that shape, or bad JSON
+    somewhere, and nothing was taken; the general path then says what is wrong."""
+    payloads: list[bytes] = []
+    done = False
+    for line in data.split(b"\n"):
+        line = line.rstrip(b"\r")
+        if not line:
+            continue
+        if not line.startswith(b"data: {"):
+            if line in (b"data: [DONE]", b"data:[DONE]"):
+                done = True
+                continue
+            return False
+        payloads.append(line[6:])
+    try:
+        events = orjson.loads(b"[" + b",".join(payloads) + b"]")
+    except orjson.JSONDecodeError:
+        return False
+    for event in events:
+        if not isinstance(event, dict):
+            return False
+    for event in events:
+        assembly.add_chunk(event)
+    assembly.done = assembly.done or done
+    return True
 
 
 def _dispatch(

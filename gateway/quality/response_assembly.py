@@ -96,6 +96,8 @@ class Assembly:
 
     def add_chunk(self, payload: Payload, *, is_error_event: bool = False) -> None:
         """One `chat.completion.chunk` or `text_completion` stream event."""
+        if not is_error_event and self._took_plain_delta(payload):
+            return
         if self._took_error(payload, is_error_event):
             return
         self._take_usage(payload.get("usage"))
@@ -107,6 +109,27 @@ class Assembly:
             if isinstance(delta, dict):
                 self._take_message(delta, whole_calls=False)
             self._take_text(choice.get("text"))
+
+    def _took_plain_delta(self, payload: Payload) -> bool:
+        """Most chunks of a chat stream are one choice whose delta is a piece of content
+        and nothing else: taken here in a few lookups; False for anything else."""
+        if payload.get("usage") is not None or "error" in payload:
+            return False
+        choices = payload.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return False
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("index", 0) not in (0, None):
+            return False
+        delta = choice.get("delta")
+        if type(delta) is not dict or choice.get("finish_reason") is not None:
+            return False
+        content = delta.get("content")
+        if type(content) is not str or len(delta) > 2 or (len(delta) == 2 and "role" not in delta):
+            return False
+        if not self.text_frozen:
+            self.content.append(content)
+        return True
 
     def add_body(self, payload: Payload) -> None:
         """A whole `chat.completion` or `text_completion` body."""
