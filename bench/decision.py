@@ -45,6 +45,7 @@ from bench.decision_workload import (
 from bench.overhead import machine
 from gateway.config import Config, RouteConfig
 from gateway.fingerprint import Fingerprint, Fingerprinter
+from gateway.quality.book import QualityBook
 from gateway.routing import RequestTraits, Router
 from gateway.state import FleetState
 from gateway.token_count import TokenCounter
@@ -158,7 +159,9 @@ class Bench:
     @classmethod
     def build(cls, config: Config, args: argparse.Namespace) -> Bench:
         state = FleetState(config.backends, config.health)
-        router = Router(config, state, build_pipelines(config))
+        # As the gateway builds it: with the quality book, so quality-filter reads views.
+        book = QualityBook(config.quality)
+        router = Router(config, state, build_pipelines(config), quality=book)
         # Router builds `Fingerprinter(TokenCounter())`; the same, with a stopwatch.
         router.fingerprinter = fingerprinter = TimedFingerprinter(TokenCounter())
         headers = {}
