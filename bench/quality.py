@@ -35,6 +35,7 @@ class RunLimits:
 
 
 async def run_scenario(scenario: Scenario, limits: RunLimits) -> Outcome:
+    """Warm-up, fault on until ejected, a stretch more, fault cleared until restored."""
     out = Outcome(scenario)
     async with Harness(scenario, seed=limits.seed, probe_interval_s=limits.probe_interval_s) as h:
         watch = _TwinWatch(h)
@@ -42,45 +43,54 @@ async def run_scenario(scenario: Scenario, limits: RunLimits) -> Outcome:
         for _ in range(limits.warmup):
             await watch.tick()
         h.set_fault(True)
-        assert h.prober is not None
-        fault_at, cycles_at, served_at = h.clock.now, h.prober.cycles, h.served["faulty"]
-        for _ in range(limits.max_fault_steps):
-            await watch.tick()
-            if h.view("faulty").state == "ejected":
-                out.faulty_requests_to_ejection = h.served["faulty"] - served_at
-                out.seconds_to_ejection = h.clock.now - fault_at
-                out.cycles_to_ejection = h.prober.cycles - cycles_at
-                out.ejected_by = h.view("faulty").reason
-                break
+        await _until_ejected(watch, limits, out)
         for _ in range(limits.hold_steps):
             await watch.tick()
         h.set_fault(False)
-        cleared_at = h.clock.now
-        healthy_since: float | None = cleared_at if h.view("faulty").state == "healthy" else None
-        steps = 0
-        # Restored = healthy from some point on, to the end of the run (no relapse).
-        while steps < limits.max_restore_steps or h.served["twin"] < limits.twin_requests:
-            await watch.tick()
-            steps += 1
-            healthy = h.view("faulty").state == "healthy"
-            if not healthy:
-                healthy_since = None
-            elif healthy_since is None:
-                healthy_since = h.clock.now
-            if (
-                healthy
-                and steps >= limits.max_restore_steps // 4
-                and h.served["twin"] >= limits.twin_requests
-            ):
-                break
-        if healthy_since is not None:
-            out.seconds_to_restore = healthy_since - cleared_at
+        await _until_restored(watch, limits, out)
+        assert h.prober is not None
         out.faulty_state_changes = h.book.transitions("faulty", "emulated-model")
         out.twin_requests = h.served["twin"]
         out.faulty_requests = h.served["faulty"]
         out.twin_ejections = watch.ejections
         out.probe_tokens = h.prober.tokens
     return out
+
+
+async def _until_ejected(watch: _TwinWatch, limits: RunLimits, out: Outcome) -> None:
+    h = watch.harness
+    assert h.prober is not None
+    fault_at, cycles_at, served_at = h.clock.now, h.prober.cycles, h.served["faulty"]
+    for _ in range(limits.max_fault_steps):
+        await watch.tick()
+        if h.view("faulty").state == "ejected":
+            out.faulty_requests_to_ejection = h.served["faulty"] - served_at
+            out.seconds_to_ejection = h.clock.now - fault_at
+            out.cycles_to_ejection = h.prober.cycles - cycles_at
+            out.ejected_by = h.view("faulty").reason
+            return
+
+
+async def _until_restored(watch: _TwinWatch, limits: RunLimits, out: Outcome) -> None:
+    """Restored = healthy from some point on, to the end of the run (no relapse); the run
+    also goes on until the twin has served its share of requests."""
+    h = watch.harness
+    cleared_at = h.clock.now
+    healthy_since: float | None = cleared_at if h.view("faulty").state == "healthy" else None
+    steps = 0
+    while steps < limits.max_restore_steps or h.served["twin"] < limits.twin_requests:
+        await watch.tick()
+        steps += 1
+        healthy = h.view("faulty").state == "healthy"
+        if not healthy:
+            healthy_since = None
+        elif healthy_since is None:
+            healthy_since = h.clock.now
+        settled = steps >= limits.max_restore_steps // 4
+        if healthy and settled and h.served["twin"] >= limits.twin_requests:
+            break
+    if healthy_since is not None:
+        out.seconds_to_restore = healthy_since - cleared_at
 
 
 class _TwinWatch:

@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 
+from gateway.quality.schema_check import schema_errors
+
 WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -52,8 +54,6 @@ def tool_call_body(model: str) -> dict[str, Any]:
 
 def judge_tool_call(response: Any) -> str | None:
     """None when the forced call is well-formed; otherwise what is wrong, in words."""
-    from gateway.quality.schema_check import schema_errors
-
     try:
         message = response["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
