@@ -275,6 +275,8 @@ def unexpected_script_signal(obs: Observation, params: SignalParams) -> SignalEv
     letters = script_letters(obs.content[: params.script_window_chars])
     if letters.total < params.script_min_letters:
         return None
+    if not letters.other:  # Latin only (the common case): the prompt need not be read
+        return event("unexpected_script", False, share=0.0)
     allowed = expected_scripts(obs.prompt_sample)
     unexpected = {name: n for name, n in letters.other.items() if name not in allowed}
     count = sum(unexpected.values())
