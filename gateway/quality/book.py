@@ -57,7 +57,6 @@ class _Pair:
     ejections: int = 0
     healthy_since: float = 0.0
     transitions: int = 0
-    reason: str = "no evidence yet"
     fresh: dict[str, DecayedRate] | None = None
     """Evidence since probation began; None outside probation."""
     history: deque[HistoryPoint] = field(default_factory=deque)
@@ -123,9 +122,6 @@ class QualityBook:
             view = replace(view, ejected_for_s=left)
         return view
 
-    def views(self, backends: Iterable[str], model: str) -> dict[str, QualityView]:
-        return {name: self.view(name, model) for name in backends}
-
     def pairs(self) -> list[tuple[str, str]]:
         return list(self._pairs)
 
@@ -173,19 +169,17 @@ class QualityBook:
             fidelity, worst = fresh_fidelity, fresh_worst
         sla, _ = _worst(s for s in scores if s.signal in SLA_SIGNALS)
         pair.scores = scores
-        pair.reason = (
-            describe_signal(worst, self.config.half_life_s) if worst else "no bad evidence"
-        )
+        reason = describe_signal(worst, self.config.half_life_s) if worst else "no bad evidence"
         if pair.state == "unknown":
-            pair.reason = "no evidence yet"
+            reason = "no evidence yet"
         elif pair.state == "probation":
-            pair.reason = f"probation, judged on {_fresh_responses(pair):.0f} new responses: "
-            pair.reason += describe_signal(worst, self.config.half_life_s) if worst else "ok"
+            reason = f"probation, judged on {_fresh_responses(pair):.0f} new responses: "
+            reason += describe_signal(worst, self.config.half_life_s) if worst else "ok"
         pair.view = QualityView(
             fidelity=round(fidelity, 4),
             sla=round(sla, 4),
             state=pair.state,
-            reason=pair.reason,
+            reason=reason,
             ejected_for_s=max(0.0, pair.ejected_until - now) if pair.state == "ejected" else 0.0,
         )
         if now - pair.sampled_at >= self.config.history_interval_s:

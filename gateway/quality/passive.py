@@ -16,6 +16,7 @@ from typing import Any
 from gateway.quality.book import QualityBook
 from gateway.quality.collect import CollectedResponse, observation_fields
 from gateway.quality.observation import Observation, Outcome, SignalEvent
+from gateway.quality.response_assembly import text_of
 from gateway.quality.signals import SignalParams, evaluate
 
 logger = logging.getLogger("switchyard")
@@ -177,17 +178,8 @@ def _prompt_sample(body: Mapping[str, Any]) -> str:
         if not isinstance(message, dict):
             continue
         if message.get("role") in ("system", "developer") and not system:
-            system = _text(message.get("content"))[:_SYSTEM_SAMPLE_CHARS]
+            system = text_of(message.get("content"), " ")[:_SYSTEM_SAMPLE_CHARS]
         elif message.get("role") == "user":
             user = message.get("content")
-    last = _text(user)[-_SAMPLE_CHARS:]
+    last = text_of(user, " ")[-_SAMPLE_CHARS:]
     return f"{system}\n{last}" if system else last
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict)]
-        return " ".join(p for p in parts if isinstance(p, str))
-    return ""

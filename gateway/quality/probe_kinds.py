@@ -13,9 +13,8 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
 from gateway.quality.schema_check import schema_errors
+from gateway.quality.signals import parse_arguments
 
 WEATHER_TOOL: dict[str, Any] = {
     "type": "function",
@@ -67,10 +66,10 @@ def judge_tool_call(response: Any) -> str | None:
     name = function.get("name")
     if name != "get_weather":
         return f"called unknown tool {name!r} (declared: get_weather)"
-    try:
-        arguments = orjson.loads(str(function.get("arguments", "")))
-    except orjson.JSONDecodeError as exc:
-        return f"arguments are not JSON: {exc}"
+    # The passive tool-call signal's parser: probes and traffic judge arguments alike.
+    arguments, not_json = parse_arguments(str(function.get("arguments", "")))
+    if not_json is not None:
+        return not_json
     problem = schema_errors(WEATHER_TOOL["function"]["parameters"], arguments)
     return f"arguments fail the schema: {problem}" if problem else None
 

@@ -185,7 +185,7 @@ class Assembly:
             self.content.append(text)
 
     def _take_message(self, message: Payload, *, whole_calls: bool) -> None:
-        self.content.append(_text_of(message.get("content")))
+        self.content.append(text_of(message.get("content")))
         reasoning = message.get("reasoning_content")
         if not isinstance(reasoning, str):
             reasoning = message.get("reasoning")
@@ -240,12 +240,13 @@ def _first_choices(payload: Payload) -> list[Payload]:
     return [c for c in choices if isinstance(c, dict) and c.get("index", 0) in (0, None)]
 
 
-def _text_of(content: Any) -> str:
+def text_of(content: Any, separator: str = "") -> str:
+    """A message's `content` as text: a string, or its parts' texts joined."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         parts = (p.get("text") for p in content if isinstance(p, dict))
-        return "".join(p for p in parts if isinstance(p, str))
+        return separator.join(p for p in parts if isinstance(p, str))
     return ""
 
 
