@@ -166,4 +166,7 @@ def fleet_config(backends: int, capacity_tokens: int) -> Config:
         {"name": ROUTE, "model": template["models"][0], "backends": names, "profile": PROFILE}
     ]
     data.setdefault("health", {})["active_probes"] = False
+    # Decisions only: no demo traffic of its own, no records written to a database.
+    data.pop("demo", None)
+    data.pop("store", None)
     return parse_config(data, source=f"embedded config x {backends} backends")

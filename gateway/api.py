@@ -36,6 +36,16 @@ async def healthz() -> Response:
     return json_response({"status": "ok"})
 
 
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    """Prometheus exposition; unauthenticated like /readyz (no keys, prompts or text)."""
+    exporter = _gateway(request).telemetry.metrics
+    if exporter is None:
+        raise NotFound("Prometheus metrics are off (telemetry.prometheus: false)", code="not_found")
+    body, content_type = exporter.render()
+    return Response(body, 200, media_type=content_type)
+
+
 @router.get("/readyz")
 async def readyz(request: Request) -> Response:
     """Unauthenticated, for load balancers: counts only; details need a key."""

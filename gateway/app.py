@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from prometheus_client import multiprocess
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.api import router
 from gateway.config import Config
+from gateway.dashboard.routes import router as dashboard_router
+from gateway.demo_traffic import run_demo
 from gateway.errors import ClientError, SwitchyardError
 from gateway.proxy import ROUTES, serve_proxy
 from gateway.responses import error_response
@@ -50,10 +56,21 @@ def create_app(config: Config) -> SwitchyardApp:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         gateway = await start_gateway(config)
         app.state.gateway = gateway
+        demo = None
+        if config.demo.traffic_rps > 0:
+            routes = [route.name for route in config.routes]
+            demo = asyncio.create_task(run_demo(entry, config.demo, routes), name="demo-traffic")
         try:
             yield
         finally:
+            if demo is not None:
+                demo.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await demo
             await stop_gateway(gateway)
+            if gateway.telemetry.metrics is not None and gateway.telemetry.metrics.multiprocess:
+                # Live gauges (in flight, health) of a stopped worker must stop counting.
+                multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
     app = FastAPI(
         title="Switchyard",
@@ -63,10 +80,12 @@ def create_app(config: Config) -> SwitchyardApp:
         openapi_url="/openapi.json",
     )
     app.include_router(router)
+    app.include_router(dashboard_router)
     app.add_exception_handler(SwitchyardError, _on_switchyard_error)
     app.add_exception_handler(HTTPException, _on_http_exception)
     app.add_exception_handler(Exception, _on_bug)
-    return SwitchyardApp(app)
+    entry = SwitchyardApp(app)
+    return entry
 
 
 async def _on_switchyard_error(request: Request, exc: Exception) -> Response:

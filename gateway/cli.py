@@ -1,4 +1,4 @@
-"""The `switchyard` command: serve, check, explain, emulate."""
+"""The `switchyard` command: serve, check, explain, emulate, bench, db."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -37,14 +38,20 @@ def _serve(args: argparse.Namespace) -> int:
     host = args.host or server.host
     port = args.port if args.port is not None else server.port
     print(f"switchyard listening on http://{host}:{port}/v1", file=sys.stderr, flush=True)
-    uvicorn.run(
-        create_app(config),
-        host=host,
-        port=port,
-        log_level=args.log_level,
-        access_log=False,
-        timeout_graceful_shutdown=5,
-    )
+    common: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": args.log_level,
+        "access_log": False,
+        "timeout_graceful_shutdown": 5,
+    }
+    if args.workers > 1:
+        from gateway.workers import prepare_workers
+
+        prepare_workers(config, Path(args.config or embedded_config_path()))
+        uvicorn.run("gateway.workers:app_from_env", factory=True, workers=args.workers, **common)
+    else:
+        uvicorn.run(create_app(config), **common)
     return 0
 
 
@@ -94,6 +101,60 @@ def _emulate(args: argparse.Namespace) -> int:
     return emulator_cli.run(args)
 
 
+def _db(args: argparse.Namespace) -> int:
+    import asyncio
+
+    # Alembic announces each of its built-in plugins at INFO; the migration steps stay.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    from alembic.util import CommandError
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from gateway.store import DATABASE_URL_ENV, redact_url, resolve_url
+    from gateway.store.database import describe_error
+
+    url = resolve_url(_load(args.config).store)
+    if url is None:
+        print(f"error: no database: set {DATABASE_URL_ENV} or store.url", file=sys.stderr)
+        return 2
+    try:
+        revision = asyncio.run(_db_step(args, url))
+    except CommandError as exc:  # an unknown revision, for example
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        print(f"error: {redact_url(url)}: {describe_error(exc, url)}", file=sys.stderr)
+        return 1
+    print(f"{redact_url(url)}: revision {revision or 'none (no tables)'}")
+    return 0
+
+
+async def _db_step(args: argparse.Namespace, url: str) -> str | None:
+    from gateway.store import migrate
+
+    if args.db_command == "upgrade":
+        await migrate.upgrade(url, args.revision)
+    elif args.db_command == "downgrade":
+        await migrate.downgrade(url, args.revision)
+    return await migrate.current(url)
+
+
+def _add_db_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    db = sub.add_parser(
+        "db",
+        help="migrate the record store",
+        description="The database URL comes from $SWITCHYARD_DATABASE_URL or store.url.",
+    )
+    steps = db.add_subparsers(dest="db_command", required=True)
+    upgrade = steps.add_parser("upgrade", help="create or update the tables")
+    upgrade.add_argument("--revision", default="head")
+    downgrade = steps.add_parser("downgrade", help="undo migrations down to REVISION")
+    downgrade.add_argument("revision", help='a revision id, or "base" to drop every table')
+    steps.add_parser("current", help="print the database's revision")
+    for step in (upgrade, downgrade, steps.choices["current"]):
+        step.add_argument("--config", help="config YAML (default: the bundled embedded example)")
+    db.set_defaults(func=_db)
+
+
 def _header(text: str) -> str:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
@@ -109,6 +170,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="bind address (default from config: 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default from config: 8080)")
     serve.add_argument("--log-level", default="info")
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="worker processes (default 1); each routes on its own state unless "
+        "state.backend is redis; /metrics adds all workers up",
+    )
     serve.set_defaults(func=_serve)
 
     check = sub.add_parser("check", help="validate a config; errors name their YAML path")
@@ -143,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
     emulate = sub.add_parser("emulate", help="run an emulated OpenAI-compatible engine")
     emulator_cli.add_arguments(emulate)
     emulate.set_defaults(func=_emulate)
+
+    _add_db_parser(sub)
     return parser
 
 

@@ -9,7 +9,10 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from gateway.demo_traffic import DemoConfig
+from gateway.emulator_options import EmulatorOptions
 from gateway.quality.config import ProbeConfig, QualityConfig
+from gateway.telemetry.config import PricingConfig, StoreConfig, TelemetryConfig
 from policies.pipeline import pipeline_problems
 
 BackendKind = Literal[
@@ -52,26 +55,6 @@ class HealthConfig(_Strict):
     active_probes: bool = Field(True, description="Probe every backend's /models periodically.")
     probe_interval_s: float = Field(10.0, gt=0, description="Active health check period.")
     probe_timeout_s: float = Field(2.0, gt=0)
-
-
-class EmulatorOptions(_Strict):
-    """An in-process emulated engine (kind: emulated); names match the emulator's settings.
-
-    `linear`: fixed delays. `batched`: a KV cache and continuous batching, where prefill
-    costs uncached prompt tokens and decode steps slow down as the batch grows.
-    """
-
-    cost_model: Literal["linear", "batched"] = "linear"
-    token_delay_ms: float = Field(5.0, ge=0, description="linear: delay between tokens.")
-    base_latency_ms: float = Field(0.0, ge=0, description="linear: fixed part of TTFT.")
-    prefill_ms_per_1k_tokens: float = Field(0.0, ge=0, description="linear: prompt part of TTFT.")
-    kv_capacity_tokens: int = Field(100_000, ge=1, description="batched: KV cache size.")
-    prefill_tokens_per_s: float = Field(10_000.0, gt=0, description="batched: prefill speed.")
-    decode_base_ms: float = Field(8.0, ge=0, description="batched: decode step, fixed part.")
-    decode_per_seq_ms: float = Field(0.15, ge=0, description="batched: step cost per sequence.")
-    max_batched_tokens: int = Field(4096, ge=1, description="batched: prefill chunk per step.")
-    max_num_seqs: int = Field(256, ge=1, description="batched: most sequences in a batch.")
-    time_scale: float = Field(1.0, ge=0, description="Multiplies every delay; 0 never sleeps.")
 
 
 class CacheConfig(_Strict):
@@ -158,6 +141,9 @@ class BackendConfig(_Strict):
     )
     probes: ProbeConfig | None = Field(
         None, description="This backend's quality probes; unset: `quality.probes`."
+    )
+    pricing: PricingConfig | None = Field(
+        None, description="Prices for the cost in records and metrics (unset: cost 0)."
     )
 
     @model_validator(mode="after")
@@ -267,10 +253,19 @@ class Config(_Strict):
     profiles: list[ProfileConfig] = Field(min_length=1)
     state: StateConfig = StateConfig()
     quality: QualityConfig = QualityConfig()
+    store: StoreConfig = StoreConfig()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    demo: DemoConfig = DemoConfig()
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
         problems = reference_problems(self.backends, self.routes, self.policies, self.profiles)
+        known = {route.name for route in self.routes}
+        problems += [
+            f"demo.routes.{i}: unknown route {name!r}"
+            for i, name in enumerate(self.demo.routes)
+            if name not in known
+        ]
         if problems:
             raise ValueError("\n".join(problems))
         return self

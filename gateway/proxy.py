@@ -12,6 +12,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -22,13 +23,14 @@ from starlette.types import Receive, Scope, Send
 from gateway.config import RouteConfig
 from gateway.decisions import DecisionRecord
 from gateway.errors import PayloadTooLarge, SwitchyardError
-from gateway.feedback import learn, usage_from_body
+from gateway.feedback import Usage, learn, usage_from_body
 from gateway.quality.collect import CollectedResponse, StreamCollector, collect_body
 from gateway.quality.passive import RequestContext, request_context
 from gateway.responses import error_response
 from gateway.routing import RequestTraits
 from gateway.service import Gateway
 from gateway.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
+from gateway.telemetry.record import RequestRecord
 from gateway.wire import check_length, parse_body, traits_of, upstream_body
 from policies.base import Endpoint
 from providers.base import UpstreamRequest
@@ -53,7 +55,7 @@ async def serve_proxy(
     request = Request(scope, receive, send)
     started = time.monotonic()
     try:
-        gateway.authorize(request.headers.get("authorization"))
+        key_id = gateway.authorize(request.headers.get("authorization"))
         raw = await read_body(request, gateway.config.server.max_body_bytes)
     except SwitchyardError as exc:
         await error_response(exc)(scope, receive, send)
@@ -70,7 +72,7 @@ async def serve_proxy(
     watcher = asyncio.ensure_future(watch())
     try:
         try:
-            response = await _respond(gateway, request, endpoint, raw, started)
+            response = await _respond(gateway, request, endpoint, raw, Arrival(started, key_id))
         except Exception:
             logger.exception("unhandled error on POST %s", scope["path"])
             response = error_response(SwitchyardError("internal error in the gateway"))
@@ -95,8 +97,20 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     return b"".join(parts)
 
 
+@dataclass(slots=True)
+class Arrival:
+    """What the request's record needs that the decision does not carry."""
+
+    started: float
+    key_id: str | None
+    route: str = ""
+    endpoint: str = ""
+    stream: bool = False
+    body: dict[str, Any] | None = None
+
+
 async def _respond(
-    gateway: Gateway, request: Request, endpoint: Endpoint, raw: bytes, started: float
+    gateway: Gateway, request: Request, endpoint: Endpoint, raw: bytes, arrival: Arrival
 ) -> Response:
     try:
         body, head = parse_body(raw, endpoint)
@@ -107,20 +121,23 @@ async def _respond(
         return error_response(exc)
     record = DecisionRecord(decision, work)
     gateway.ring.add(record)
+    arrival.route, arrival.endpoint, arrival.stream = route.name, endpoint, traits.stream
+    if gateway.config.store.store_prompts:
+        arrival.body = body
     context = _quality_context(gateway, record, route, body, traits)
     forwarded = upstream_body(raw, body, head.model, route.model)
     upstream = UpstreamRequest(_UPSTREAM_PATHS[endpoint], forwarded, traits.stream)
     headers = {"x-switchyard-decision": decision.id}
     try:
         if traits.stream:
-            return await _open_stream(gateway, record, upstream, headers, started, context)
-        return await _send(gateway, record, upstream, headers, started, context)
+            return await _open_stream(gateway, record, upstream, headers, arrival, context)
+        return await _send(gateway, record, upstream, headers, arrival, context)
     except SwitchyardError as exc:
-        _finish(gateway, record, started, exc.status, None, exc.code)
+        _finish(gateway, record, arrival, exc.status, None, exc.code)
         _observe(gateway, record, context)
         return error_response(exc, headers)
     except asyncio.CancelledError:
-        _finish(gateway, record, started, 499, None, "client_disconnected")
+        _finish(gateway, record, arrival, 499, None, "client_disconnected")
         _observe(gateway, record, context)
         raise
 
@@ -130,14 +147,15 @@ async def _send(
     record: DecisionRecord,
     upstream: UpstreamRequest,
     headers: dict[str, str],
-    started: float,
+    arrival: Arrival,
     context: RequestContext | None,
 ) -> Response:
     deadline = gateway.dispatcher.deadline()
     name, response = await gateway.dispatcher.send(record, upstream, deadline)
     headers["x-switchyard-backend"] = name
-    learn(gateway.router, gateway.state, name, record.work, usage_from_body(response.body))
-    _finish(gateway, record, started, response.status, name, None)
+    usage = usage_from_body(response.body)
+    learn(gateway.router, gateway.state, name, record.work, usage)
+    _finish(gateway, record, arrival, response.status, name, None, usage=usage)
     if context is not None:
         _observe(gateway, record, context, name, partial(collect_body, response.body))
     return Response(response.body, response.status, headers, response.content_type)
@@ -148,7 +166,7 @@ async def _open_stream(
     record: DecisionRecord,
     upstream: UpstreamRequest,
     headers: dict[str, str],
-    started: float,
+    arrival: Arrival,
     context: RequestContext | None,
 ) -> Response:
     deadline = gateway.dispatcher.deadline()
@@ -160,15 +178,29 @@ async def _open_stream(
     def on_close() -> None:
         gateway.state.decode_ended(name)
         gateway.state.release(name)
-        if outcome.first_chunk_at is not None:
-            decode_s = outcome.last_chunk_at - outcome.first_chunk_at
-            learn(gateway.router, gateway.state, name, record.work, outcome.tap.usage(), decode_s)
+        usage = outcome.tap.usage()
+        first = outcome.first_chunk_at
+        decode_s = outcome.last_chunk_at - first if first is not None else None
+        if decode_s is not None:
+            learn(gateway.router, gateway.state, name, record.work, usage, decode_s)
         if outcome.error is None and outcome.status == "ok":
             gateway.state.record_success(name)
         elif outcome.error is not None and outcome.error.retryable:
             gateway.state.record_failure(name, outcome.status)
         error = None if outcome.status == "ok" else outcome.status
-        _finish(gateway, record, started, 200, name, error, chunks=outcome.chunks)
+        ttft = first - arrival.started if first is not None else None
+        _finish(
+            gateway,
+            record,
+            arrival,
+            200,
+            name,
+            error,
+            chunks=outcome.chunks,
+            usage=usage,
+            ttft_s=ttft,
+            decode_s=decode_s,
+        )
         if outcome.collector is not None:
             decode_s = outcome.last_chunk_at - (outcome.first_chunk_at or outcome.last_chunk_at)
             ttft_s = record.attempts[-1].duration_ms / 1000 if record.attempts else None
@@ -237,28 +269,35 @@ def _observe(
 def _finish(
     gateway: Gateway,
     record: DecisionRecord,
-    started: float,
+    arrival: Arrival,
     status: int,
     served_by: str | None,
     error: str | None,
     *,
     chunks: int | None = None,
+    usage: Usage | None = None,
+    ttft_s: float | None = None,
+    decode_s: float | None = None,
 ) -> None:
     record.status = status
     record.served_by = served_by
-    duration_ms = (time.monotonic() - started) * 1000.0
-
-    def render() -> dict[str, Any]:
-        line: dict[str, Any] = {
-            "event": "request",
-            "status": status,
-            "backend": served_by,
-            "duration_ms": round(duration_ms, 3),
-            "error": error,
-            "decision": record.to_dict(),
-        }
-        if chunks is not None:
-            line["chunks"] = chunks
-        return line
-
-    gateway.log.emit(render)
+    elapsed = time.monotonic() - arrival.started
+    gateway.telemetry.pipe.emit(
+        RequestRecord(
+            at=time.time() - elapsed,
+            route=arrival.route,
+            endpoint=arrival.endpoint,
+            stream=arrival.stream,
+            key_id=arrival.key_id,
+            decision=record,
+            status=status,
+            error=error,
+            backend=served_by,
+            e2e_s=elapsed,
+            ttft_s=ttft_s,
+            decode_s=decode_s,
+            usage=usage,
+            chunks=chunks,
+            body=arrival.body,
+        )
+    )

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gateway.config import BackendConfig, Config, ConfigError
@@ -18,9 +20,9 @@ from gateway.fleet_sync import RedisFleetSync
 from gateway.quality.book import QualityBook
 from gateway.quality.passive import QualityRecorder
 from gateway.quality.prober import Prober
-from gateway.request_log import RequestLog
 from gateway.routing import Router
 from gateway.state import FleetState
+from gateway.telemetry.wiring import Telemetry, build_telemetry, start_telemetry, stop_telemetry
 from policies import build_pipelines
 from providers import Provider, build_provider
 
@@ -34,10 +36,12 @@ class Gateway:
     router: Router
     dispatcher: Dispatcher
     ring: DecisionRing
-    log: RequestLog
+    telemetry: Telemetry
     providers: dict[str, Provider]
     emulators: list[EmulatorServer] = field(default_factory=list)
-    client_keys: frozenset[str] = frozenset()
+    client_keys: Mapping[str, str] = field(default_factory=dict)
+    """Each accepted client key -> its short id for records (the key itself is never kept
+    anywhere else)."""
     sync: RedisFleetSync | None = None
     scraper: EngineScraper | None = None
     quality: QualityRecorder | None = None
@@ -45,12 +49,15 @@ class Gateway:
     _quality_task: asyncio.Task[None] | None = None
     _probe_task: asyncio.Task[None] | None = None
 
-    def authorize(self, authorization: str | None) -> None:
+    def authorize(self, authorization: str | None) -> str | None:
+        """The caller's key id, or None when auth is off; raises when the key is wrong."""
         if not self.client_keys:
-            return
+            return None
         scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or token.strip() not in self.client_keys:
+        key_id = self.client_keys.get(token.strip()) if scheme.lower() == "bearer" else None
+        if key_id is None:
             raise Unauthorized("missing or invalid API key for this gateway")
+        return key_id
 
     def sync_status(self) -> dict[str, object]:
         """How this replica shares routing state (`local`: it does not)."""
@@ -67,23 +74,23 @@ async def start_gateway(config: Config) -> Gateway:
     sync = _fleet_sync(config, state, router)
     providers, emulators, base_urls = await _open_backends(config)
     targets = scrape_targets(config.backends, base_urls)
-    log = RequestLog(config.server.log_queue_size)
-    log.start()
+    telemetry = build_telemetry(config, pipelines)
     gateway = Gateway(
         config=config,
         state=state,
         router=router,
         dispatcher=Dispatcher(config, state, providers, on_dispatch=router.remember),
         ring=DecisionRing(config.server.decision_ring_size),
-        log=log,
+        telemetry=telemetry,
         providers=providers,
         emulators=emulators,
-        client_keys=keys,
+        client_keys={key: key_id(key) for key in keys},
         sync=sync,
         scraper=EngineScraper(targets, state) if targets else None,
         quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
         prober=_prober(config, book, providers) if book is not None else None,
     )
+    await start_telemetry(telemetry, config, state, book, gateway.prober)
     if sync is not None:
         sync.start()
     if gateway.scraper is not None:
@@ -115,7 +122,7 @@ async def stop_gateway(gateway: Gateway) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await gateway._quality_task
     await _close_all(gateway.providers, gateway.emulators)
-    gateway.log.stop()
+    await stop_telemetry(gateway.telemetry)
 
 
 async def _refresh_quality(book: QualityBook) -> None:
@@ -198,6 +205,11 @@ async def _probe_forever(gateway: Gateway) -> None:
     while True:
         await probe_once(gateway)
         await asyncio.sleep(interval)
+
+
+def key_id(key: str) -> str:
+    """A short id that tells keys apart in records without revealing them."""
+    return hashlib.blake2b(key.encode(), digest_size=6, person=b"switchyard-key").hexdigest()
 
 
 def client_keys(env_name: str | None) -> frozenset[str]:

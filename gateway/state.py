@@ -26,6 +26,8 @@ class _BackendState:
     """Other gateway replicas' (in_flight, queued_prefill_tokens, decoding) here."""
     consecutive_failures: int = 0
     ejections: int = 0
+    """Ejections in a row (the back-off exponent); reset by a success."""
+    ejections_total: int = 0
     ejected_until: float = 0.0
     ejected_reason: str = ""
     probe_ok: bool = True
@@ -225,6 +227,7 @@ class FleetState:
         state.view = None
         if state.consecutive_failures >= self._health.consecutive_failures:
             state.ejections += 1
+            state.ejections_total += 1
             backoff = self._health.ejection_base_s * 2 ** (state.ejections - 1)
             backoff = min(backoff, self._health.ejection_max_s)
             backoff *= 1.0 + 0.2 * self._rng.random()  # jitter: gateways don't return in step
@@ -274,6 +277,7 @@ class FleetState:
                     "max_concurrency": state.config.max_concurrency,
                     "requests": state.requests,
                     "failures": state.failures,
+                    "ejections": state.ejections_total,
                     "engine": self._describe_engine(state, now),
                 }
             )

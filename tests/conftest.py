@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -96,3 +98,14 @@ def make_config(
 
 def parsed(config: dict[str, Any]) -> Config:
     return parse_config(config)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], what: str, within_s: float = 5.0
+) -> None:
+    """Wait until `check()` holds; fail naming `what` after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within_s}s: {what}")
+        await asyncio.sleep(0.01)

@@ -37,6 +37,16 @@ from policies.base import QualityState, QualityView
 PEER_RELATIVE = frozenset({"max_tokens_hit"})
 SLA_SIGNALS = frozenset({"ttft", "tpot"})
 _UNKNOWN = QualityView()
+_CHANGES_KEPT = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class StateChange:
+    at: float
+    backend: str
+    model: str
+    before: QualityState
+    after: QualityState
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,9 @@ class QualityBook:
         self._peer_rates: dict[tuple[str, str], list[tuple[str, float]]] = {}
         self.events = 0
         self.dropped_pairs = 0
+        self.changes: deque[StateChange] = deque(maxlen=_CHANGES_KEPT)
+        self.change_count = 0
+        """State changes so far: readers take the newest `change_count - seen` of `changes`."""
 
     def record(self, backend: str, model: str, events: Iterable[SignalEvent]) -> None:
         """Fold one response's (or probe's) evidence in and re-judge the pair."""
@@ -276,6 +289,8 @@ class QualityBook:
         self._move(pair, "ejected")
 
     def _move(self, pair: _Pair, state: QualityState) -> None:
+        self.changes.append(StateChange(self._clock(), pair.backend, pair.model, pair.state, state))
+        self.change_count += 1
         pair.state = state
         pair.transitions += 1
         if state != "probation":

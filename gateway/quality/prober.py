@@ -95,6 +95,8 @@ class Prober:
         self.results: deque[ProbeResult] = deque(maxlen=_RESULTS_KEPT * max(1, len(self.targets)))
         self.cycles = 0
         self.probes = 0
+        self.kept = 0
+        """Results kept so far: readers take the newest `kept - seen` of `results`."""
         self.skipped = 0
         self.tokens = 0
         self._tasks: list[asyncio.Task[None]] = []
@@ -267,6 +269,7 @@ class Prober:
 
     def _keep(self, result: ProbeResult) -> ProbeResult:
         self.results.append(result)
+        self.kept += 1
         return result
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -266,11 +268,17 @@ def switchyard_command() -> list[str]:
 
 
 @contextmanager
-def running(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def running(
+    args: list[str], log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """Start `switchyard ARGS` with stdout+stderr to `log`; always stopped by PID."""
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            [*switchyard_command(), *args], stdout=sink, stderr=subprocess.STDOUT, cwd=REPO
+            [*switchyard_command(), *args],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env={**os.environ, **(env or {})},
         )
         try:
             yield proc
@@ -316,7 +324,9 @@ def assert_stopped_gracefully(proc: subprocess.Popen[bytes]) -> None:
 def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "serve.log"
-    with running(["serve", "--port", str(port)], log) as proc:
+    database = tmp_path / "records.db"
+    env = {"SWITCHYARD_DATABASE_URL": f"sqlite+aiosqlite:///{database}"}
+    with running(["serve", "--port", str(port)], log, env) as proc:
         wait_ready(f"http://127.0.0.1:{port}/healthz", proc, log)
         # The engines' ports are random; the start-up log is the only place that names them.
         engines = [
@@ -340,9 +350,23 @@ def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> Non
             )
             text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
             assert text == reply.choices[0].message.content
+        with httpx.Client(trust_env=False, base_url=f"http://127.0.0.1:{port}") as http:
+            # The embedded example's demo traffic keeps the dashboard live from the start.
+            seen = 0
+            for _ in range(50):
+                data = http.get("/v1/switchyard/dashboard").json()
+                seen = data["fleet"]["summary"]["requests"]
+                if seen >= 4:
+                    break
+                time.sleep(0.2)
+            assert seen >= 4
+            assert data["store"]["up"] is True
         assert_stopped_gracefully(proc)
 
     assert "Application shutdown complete" in log.read_text()
+    with sqlite3.connect(database) as db:
+        (stored,) = db.execute("SELECT count(*) FROM requests").fetchone()
+    assert stored >= 4  # every record was written before the gateway stopped
     assert port_is_free(port)
     assert all(port_is_free(engine) for engine in engines)
 

@@ -13,7 +13,7 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from gateway.fleet_sync import RedisFleetSync
 from gateway.fleet_wire import encode_load
 from gateway.prefix_index import CacheSpec, PrefixIndex
 from gateway.state import FleetState
-from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
 
 SHARED_REDIS = "redis://127.0.0.1:6379/0"
 FAST = {
@@ -59,16 +59,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]], what: str, within_s: float = 5.0
-) -> None:
-    deadline = time.monotonic() + within_s
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within_s}s: {what}")
-        await asyncio.sleep(0.02)
 
 
 async def status(gw: RunningGateway) -> dict[str, Any]:

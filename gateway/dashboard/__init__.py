@@ -1,0 +1,1 @@
+"""The built-in dashboard: static pages served by the gateway and the data they poll."""

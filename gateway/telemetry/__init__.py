@@ -1,0 +1,1 @@
+"""What the gateway tells operators: request records, Prometheus metrics, dashboard series."""

@@ -1,0 +1,263 @@
+"""Prometheus metrics: per backend and route, fed by the telemetry thread and a sampler.
+
+Correct with several uvicorn workers: when `PROMETHEUS_MULTIPROC_DIR` is set (the
+`serve --workers N` command sets it), every worker writes its values to files there and
+a scrape of any worker aggregates all of them (counters and histograms summed, in-flight
+summed over live workers, quality scores the lowest any worker holds).
+
+Ratios (cache-hit, success) are not exported as gauges: they would not add up across
+workers. Export the counters and divide in PromQL (docs/operations.md has the queries).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from gateway.telemetry.config import PricingConfig
+from gateway.telemetry.record import RequestRecord
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+_TPOT_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64)
+_OVERHEAD_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1)
+
+METRIC_NAMES: tuple[str, ...] = (
+    "switchyard_requests_total",
+    "switchyard_request_errors_total",
+    "switchyard_request_duration_seconds",
+    "switchyard_time_to_first_token_seconds",
+    "switchyard_time_per_output_token_seconds",
+    "switchyard_gateway_overhead_seconds",
+    "switchyard_decision_duration_seconds",
+    "switchyard_in_flight_requests",
+    "switchyard_prompt_tokens_total",
+    "switchyard_cached_prompt_tokens_total",
+    "switchyard_cache_reported_prompt_tokens_total",
+    "switchyard_predicted_cached_prompt_tokens_total",
+    "switchyard_completion_tokens_total",
+    "switchyard_cost_usd_total",
+    "switchyard_decisions_total",
+    "switchyard_retries_total",
+    "switchyard_ejections_total",
+    "switchyard_backend_healthy",
+    "switchyard_quality_score",
+    "switchyard_quality_ejected",
+    "switchyard_telemetry_dropped_total",
+    "switchyard_store_rows_written_total",
+    "switchyard_store_up",
+)
+"""Every metric family the gateway exports (histograms add _bucket, _sum and _count)."""
+
+
+class GatewayMetrics:
+    """One registry per gateway (no process-wide globals); a telemetry sink."""
+
+    name = "metrics"
+
+    def __init__(
+        self,
+        weights: Mapping[str, Mapping[str, float]] | None = None,
+        pricing: Mapping[str, PricingConfig | None] | None = None,
+    ) -> None:
+        self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
+        self.registry = CollectorRegistry(auto_describe=True)
+        self._weights = weights or {}
+        self._pricing = pricing or {}
+        r = self.registry
+        route_backend = ("route", "backend")
+        self.requests = Counter(
+            "switchyard_requests",
+            "Requests answered, by route, serving backend and HTTP status class.",
+            (*route_backend, "status_class"),
+            registry=r,
+        )
+        self.errors = Counter(
+            "switchyard_request_errors",
+            "Failed requests by error code (the code in the OpenAI-style error body).",
+            (*route_backend, "code"),
+            registry=r,
+        )
+        self.duration = Histogram(
+            "switchyard_request_duration_seconds",
+            "End-to-end time, arrival to the last byte.",
+            route_backend,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.ttft = Histogram(
+            "switchyard_time_to_first_token_seconds",
+            "Streams: arrival to the first relayed byte.",
+            route_backend,
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.tpot = Histogram(
+            "switchyard_time_per_output_token_seconds",
+            "Streams: decode time per output token after the first.",
+            route_backend,
+            buckets=_TPOT_BUCKETS,
+            registry=r,
+        )
+        self.overhead = Histogram(
+            "switchyard_gateway_overhead_seconds",
+            "The gateway's own time before the first byte (reading, routing, dispatching).",
+            ("route",),
+            buckets=_OVERHEAD_BUCKETS,
+            registry=r,
+        )
+        self.decision = Histogram(
+            "switchyard_decision_duration_seconds",
+            "Time the policy pipeline took to rank the candidates.",
+            ("route",),
+            buckets=_OVERHEAD_BUCKETS,
+            registry=r,
+        )
+        self.in_flight = Gauge(
+            "switchyard_in_flight_requests",
+            "Requests being served by the backend now.",
+            ("backend",),
+            registry=r,
+            multiprocess_mode="livesum",
+        )
+        self.prompt_tokens = self._tokens("switchyard_prompt_tokens", "Prompt tokens sent.")
+        self.cached_tokens = self._tokens(
+            "switchyard_cached_prompt_tokens", "Prompt tokens the backend reported cached."
+        )
+        self.reporting_tokens = self._tokens(
+            "switchyard_cache_reported_prompt_tokens",
+            "Prompt tokens of the responses that reported a cached count (the cache-hit "
+            "ratio's denominator: backends that report nothing do not pull it down).",
+        )
+        self.predicted_cached = self._tokens(
+            "switchyard_predicted_cached_prompt_tokens",
+            "Prompt tokens the router predicted cached on the backend it chose.",
+        )
+        self.completion_tokens = self._tokens(
+            "switchyard_completion_tokens", "Completion tokens received."
+        )
+        self.cost = Counter(
+            "switchyard_cost_usd",
+            "Spend in US dollars at the backend's configured prices.",
+            route_backend,
+            registry=r,
+        )
+        self.decisions = Counter(
+            "switchyard_decisions",
+            "Routing decisions by the policy that set the chosen backend apart.",
+            (*route_backend, "policy"),
+            registry=r,
+        )
+        self.retries = Counter(
+            "switchyard_retries",
+            "Attempts that failed and moved on to the next candidate, by failed backend.",
+            (*route_backend, "outcome"),
+            registry=r,
+        )
+        self.ejections = Counter(
+            "switchyard_ejections",
+            "Times a backend was taken out of rotation (kind: health or quality).",
+            ("backend", "kind"),
+            registry=r,
+        )
+        self.healthy = Gauge(
+            "switchyard_backend_healthy",
+            "1 when the backend takes traffic, 0 while ejected or failing probes.",
+            ("backend",),
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+        self.quality = Gauge(
+            "switchyard_quality_score",
+            "Live quality score in [0,1] (fidelity: answers; sla: latency targets).",
+            ("backend", "model", "component"),
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+        self.quality_ejected = Gauge(
+            "switchyard_quality_ejected",
+            "1 while the backend x model pair is ejected for poor quality.",
+            ("backend", "model"),
+            registry=r,
+            multiprocess_mode="livemax",
+        )
+        self.dropped = Counter(
+            "switchyard_telemetry_dropped",
+            "Records dropped because a bounded queue was full or the store was down.",
+            ("sink",),
+            registry=r,
+        )
+        self.store_written = Counter(
+            "switchyard_store_rows_written", "Rows written to the store.", ("table",), registry=r
+        )
+        self.store_up = Gauge(
+            "switchyard_store_up",
+            "1 when the last write to the store succeeded.",
+            registry=r,
+            multiprocess_mode="livemin",
+        )
+
+    def _tokens(self, name: str, doc: str) -> Counter:
+        return Counter(name, doc, ("route", "backend"), registry=self.registry)
+
+    def consume(self, record: RequestRecord) -> None:
+        """Fold one finished request in (telemetry thread)."""
+        route, backend = record.route, record.blamed_backend or "none"
+        pricing = self._pricing.get(backend)
+        self.requests.labels(route, backend, record.status_class).inc()
+        if record.error is not None:
+            self.errors.labels(route, backend, record.error).inc()
+        self.duration.labels(route, backend).observe(record.e2e_s)
+        if record.ttft_s is not None:
+            self.ttft.labels(route, backend).observe(record.ttft_s)
+        tpot = record.tpot_s
+        if tpot is not None:
+            self.tpot.labels(route, backend).observe(tpot)
+        self.overhead.labels(route).observe(record.overhead_s)
+        self.decision.labels(route).observe(record.decision.decision.total_us / 1e6)
+        prompt, cached, completion = record.tokens()
+        if record.backend is not None:
+            self.prompt_tokens.labels(route, backend).inc(prompt)
+            self.cached_tokens.labels(route, backend).inc(cached)
+            if record.usage is not None and record.usage.cached_tokens is not None:
+                self.reporting_tokens.labels(route, backend).inc(prompt)
+            self.predicted_cached.labels(route, backend).inc(record.predicted_cached_tokens)
+            self.completion_tokens.labels(route, backend).inc(completion)
+            self.cost.labels(route, backend).inc(record.cost_usd(pricing))
+        policy = record.deciding_policy(self._weights.get(route, {}))
+        chosen = record.decision.decision.chosen or "none"
+        self.decisions.labels(route, chosen, policy.name).inc()
+        for attempt in record.decision.attempts[:-1]:
+            if attempt.outcome != "ok":
+                self.retries.labels(route, attempt.backend, attempt.outcome).inc()
+
+    def sample_backends(self, rows: Iterable[tuple[str, bool, int]]) -> None:
+        """(backend, healthy, in flight) for every backend; called about once a second."""
+        for name, healthy, in_flight in rows:
+            self.healthy.labels(name).set(1.0 if healthy else 0.0)
+            self.in_flight.labels(name).set(in_flight)
+
+    def sample_quality(self, rows: Iterable[tuple[str, str, float, float, bool]]) -> None:
+        """(backend, model, fidelity, sla, ejected) per pair; called about once a second."""
+        for backend, model, fidelity, sla, ejected in rows:
+            self.quality.labels(backend, model, "fidelity").set(fidelity)
+            self.quality.labels(backend, model, "sla").set(sla)
+            self.quality_ejected.labels(backend, model).set(1.0 if ejected else 0.0)
+
+    def render(self) -> tuple[bytes, str]:
+        if self.multiprocess:
+            registry = CollectorRegistry()
+            MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+            return generate_latest(registry), CONTENT_TYPE_LATEST
+        return generate_latest(self.registry), CONTENT_TYPE_LATEST

@@ -1,0 +1,80 @@
+"""Finished requests, handed to the telemetry sinks by one background thread.
+
+The request path only appends a `RequestRecord` to a bounded deque (no lock, no wake-up:
+a Condition.notify per request cost more than the rest of the logging). The thread drains
+it a few times a second and gives each record to every sink: the access log, Prometheus,
+the dashboard's series, the store. When the queue is full the record is dropped and
+counted, never waited for; a sink that fails is logged and the others still run.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Sequence
+from typing import Protocol
+
+from gateway.telemetry.record import RequestRecord
+
+logger = logging.getLogger("switchyard.telemetry")
+
+_DRAIN_INTERVAL_S = 0.05
+
+
+class Sink(Protocol):
+    name: str
+
+    def consume(self, record: RequestRecord) -> None:
+        """Runs on the telemetry thread; must not block for long."""
+        ...
+
+
+class TelemetryPipe:
+    def __init__(self, max_queued: int, sinks: Sequence[Sink] = ()) -> None:
+        self._max_queued = max_queued
+        self._queue: deque[RequestRecord] = deque()
+        self._sinks = list(sinks)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.dropped = 0
+        self.consumed = 0
+        self.failures: dict[str, int] = {}
+
+    def add_sink(self, sink: Sink) -> None:
+        self._sinks.append(sink)
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="switchyard-telemetry", daemon=True)
+        self._thread.start()
+
+    def emit(self, record: RequestRecord) -> None:
+        if len(self._queue) >= self._max_queued:
+            self.dropped += 1
+            return
+        self._queue.append(record)
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        if self._thread is None:
+            return
+        self._stop.set()
+        self._thread.join(timeout_s)
+        self._thread = None
+
+    def drain(self) -> None:
+        """Hand every queued record to the sinks (the thread's loop; tests call it too)."""
+        while self._queue:
+            record = self._queue.popleft()
+            for sink in self._sinks:
+                try:
+                    sink.consume(record)
+                except Exception:  # a broken sink must not stop the others or the thread
+                    self.failures[sink.name] = self.failures.get(sink.name, 0) + 1
+                    logger.exception("telemetry sink %s failed", sink.name)
+            self.consumed += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(_DRAIN_INTERVAL_S):
+            self.drain()
+        self.drain()

@@ -1,0 +1,153 @@
+"""One finished request, as the telemetry thread receives it, and what is derived from it.
+
+The request path only fills in a `RequestRecord` (references and a few numbers); the
+derived values (time per output token, cost, the policy that decided) are computed on the
+telemetry thread, off the request path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.decisions import DecisionRecord
+from gateway.feedback import Usage
+from gateway.telemetry.config import PricingConfig
+from policies.base import CandidateReport, Decision
+
+
+@dataclass(slots=True)
+class RequestRecord:
+    at: float
+    """Wall-clock time (Unix seconds) the request arrived."""
+    route: str
+    endpoint: str
+    stream: bool
+    key_id: str | None
+    """A short, non-reversible id of the client key (never the key)."""
+    decision: DecisionRecord
+    status: int
+    error: str | None
+    backend: str | None
+    e2e_s: float
+    ttft_s: float | None = None
+    """Streams only: arrival to the first relayed byte."""
+    decode_s: float | None = None
+    usage: Usage | None = None
+    chunks: int | None = None
+    body: Mapping[str, Any] | None = None
+    """The parsed request, kept only when the store keeps prompts."""
+    _deciding: DecidingPolicy | None = None
+
+    def deciding_policy(self, weights: Mapping[str, float]) -> DecidingPolicy:
+        """Computed once per record, on the telemetry thread (every sink runs there)."""
+        if self._deciding is None:
+            self._deciding = deciding_policy(self.decision.decision, weights)
+        return self._deciding
+
+    @property
+    def model(self) -> str:
+        return self.decision.decision.model
+
+    @property
+    def blamed_backend(self) -> str | None:
+        """Who served it, or, when every attempt failed, the last backend tried."""
+        if self.backend is not None:
+            return self.backend
+        attempts = self.decision.attempts
+        return attempts[-1].backend if attempts else None
+
+    @property
+    def status_class(self) -> str:
+        return f"{self.status // 100}xx"
+
+    @property
+    def upstream_s(self) -> float:
+        """Time spent waiting on backends before the response (or first byte) came."""
+        return sum(a.duration_ms for a in self.decision.attempts) / 1000.0
+
+    @property
+    def overhead_s(self) -> float:
+        """The gateway's own time before the first byte: reading, routing, dispatching."""
+        until_first_byte = self.ttft_s if self.ttft_s is not None else self.e2e_s
+        if self.stream and self.ttft_s is None:
+            return self.decision.decision.total_us / 1e6
+        return max(0.0, until_first_byte - self.upstream_s)
+
+    @property
+    def tpot_s(self) -> float | None:
+        usage = self.usage
+        if self.decode_s is None or usage is None or usage.completion_tokens < 2:
+            return None
+        return self.decode_s / (usage.completion_tokens - 1)
+
+    @property
+    def retries(self) -> int:
+        """Failed attempts that moved on to another candidate."""
+        return sum(1 for a in self.decision.attempts[:-1] if a.outcome != "ok")
+
+    @property
+    def predicted_cached_tokens(self) -> int:
+        if self.backend is None:
+            return 0
+        return self.decision.work.cached_tokens.get(self.backend, 0)
+
+    def tokens(self) -> tuple[int, int, int]:
+        """(prompt, engine-reported cached, completion) tokens; the prompt count is the
+        router's estimate when the backend reported no usage."""
+        usage = self.usage
+        if usage is None:
+            return self.decision.work.prompt_tokens, 0, 0
+        return usage.prompt_tokens, usage.cached_tokens or 0, usage.completion_tokens
+
+    def cost_usd(self, pricing: PricingConfig | None) -> float:
+        if pricing is None or self.usage is None:
+            return 0.0
+        return pricing.cost_usd(*self.tokens())
+
+
+@dataclass(frozen=True, slots=True)
+class DecidingPolicy:
+    name: str
+    """The policy whose score most set the chosen backend apart (a bounded label)."""
+    reason: str
+    """Its reason for the chosen backend."""
+
+
+def deciding_policy(decision: Decision, weights: Mapping[str, float]) -> DecidingPolicy:
+    """Which policy made the difference: the weighted score gap between the chosen backend
+    and the best other survivor; a filter when it left a single survivor."""
+    chosen = decision.chosen
+    if chosen is None:
+        return DecidingPolicy("none", "no backend could take the request")
+    reports = {c.backend: c for c in decision.candidates}
+    mine = reports.get(chosen)
+    if mine is None:
+        return DecidingPolicy(decision.picker, decision.picker_reason)
+    others = [c for c in decision.candidates if c.backend != chosen and c.dropped_by is None]
+    if not others:
+        return _by_filter(decision.candidates, chosen)
+    rival = max(others, key=lambda c: c.total)
+    best, gap = "", 0.0
+    for plugin, score in mine.scores.items():
+        theirs = rival.scores.get(plugin)
+        diff = weights.get(plugin, 1.0) * (score.value - (theirs.value if theirs else 0.0))
+        if diff > gap:
+            best, gap = plugin, diff
+    if not best:
+        return DecidingPolicy(decision.picker, decision.picker_reason)
+    return DecidingPolicy(best, mine.scores[best].reason)
+
+
+def _by_filter(candidates: tuple[CandidateReport, ...], chosen: str) -> DecidingPolicy:
+    dropped: dict[str, int] = {}
+    example: dict[str, str] = {}
+    for report in candidates:
+        if report.dropped_by is not None:
+            dropped[report.dropped_by] = dropped.get(report.dropped_by, 0) + 1
+            example.setdefault(report.dropped_by, report.drop_reason or "")
+    if not dropped:
+        return DecidingPolicy("only-candidate", f"{chosen} is the route's only backend")
+    name = max(dropped, key=lambda k: dropped[k])
+    return DecidingPolicy(name, f"only {chosen} passed; e.g. {example[name]}")

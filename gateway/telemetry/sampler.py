@@ -1,0 +1,170 @@
+"""Once a second: gauges from live state, ejections, and quality changes, scores and probe
+results handed to the store. Runs on the event loop, off the request path."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from gateway.quality.book import QualityBook
+from gateway.quality.prober import Prober
+from gateway.state import FleetState
+from gateway.telemetry.metrics import GatewayMetrics
+from gateway.telemetry.pipe import TelemetryPipe
+from gateway.telemetry.store_sink import RowWriter
+
+logger = logging.getLogger("switchyard.telemetry")
+
+
+class Sampler:
+    def __init__(
+        self,
+        state: FleetState,
+        *,
+        metrics: GatewayMetrics | None = None,
+        book: QualityBook | None = None,
+        prober: Prober | None = None,
+        store: RowWriter | None = None,
+        snapshot_every_s: float = 60.0,
+        pipe: TelemetryPipe | None = None,
+        store_up: Callable[[], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._state = state
+        self._metrics = metrics
+        self._book = book
+        self._prober = prober
+        self._store = store
+        self._snapshot_every_s = snapshot_every_s
+        self._pipe = pipe
+        self._pipe_dropped = 0
+        self._store_up = store_up
+        self._clock = clock
+        self._wall = wall
+        self._ejections: dict[str, int] = {}
+        self._changes_seen = book.change_count if book is not None else 0
+        self._probes_seen = prober.kept if prober is not None else 0
+        self._snapshot_at = clock()
+
+    async def run(self, interval_s: float = 1.0) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                self.tick()
+            except Exception:  # telemetry is optional; the loop must outlive a bug
+                logger.exception("telemetry sample failed")
+
+    def tick(self) -> None:
+        self._sample_backends()
+        self._sample_telemetry()
+        if self._book is not None:
+            self._quality_changes(self._book)
+            self._sample_quality(self._book)
+        if self._prober is not None and self._store is not None:
+            self._probe_results(self._prober, self._store)
+
+    def _sample_backends(self) -> None:
+        rows = self._state.describe()
+        if self._metrics is None:
+            return
+        self._metrics.sample_backends(
+            (str(r["name"]), bool(r["healthy"]), int(str(r["in_flight"]))) for r in rows
+        )
+        for row in rows:
+            name, total = str(row["name"]), int(str(row["ejections"]))
+            new = total - self._ejections.get(name, 0)
+            if new > 0:
+                self._metrics.ejections.labels(name, "health").inc(new)
+            self._ejections[name] = total
+
+    def _sample_telemetry(self) -> None:
+        if self._metrics is None:
+            return
+        if self._pipe is not None:
+            new = self._pipe.dropped - self._pipe_dropped
+            if new > 0:
+                self._metrics.dropped.labels("pipe").inc(new)
+            self._pipe_dropped = self._pipe.dropped
+        if self._store_up is not None:
+            self._metrics.store_up.set(1.0 if self._store_up() else 0.0)
+
+    def _quality_changes(self, book: QualityBook) -> None:
+        new = min(book.change_count - self._changes_seen, len(book.changes))
+        self._changes_seen = book.change_count
+        if new <= 0:
+            return
+        for change in list(book.changes)[-new:]:
+            if change.after == "ejected" and self._metrics is not None:
+                self._metrics.ejections.labels(change.backend, "quality").inc()
+            if self._store is not None:
+                view = book.view(change.backend, change.model)
+                self._store.put(
+                    "quality_events",
+                    {
+                        "created_at": self._at(change.at),
+                        "backend": change.backend,
+                        "model": change.model,
+                        "from_state": change.before,
+                        "to_state": change.after,
+                        "reason": view.reason,
+                        "fidelity": view.fidelity,
+                        "sla": view.sla,
+                    },
+                )
+
+    def _sample_quality(self, book: QualityBook) -> None:
+        pairs = book.pairs()
+        views = [(backend, model, book.view(backend, model)) for backend, model in pairs]
+        if self._metrics is not None:
+            self._metrics.sample_quality(
+                (b, m, v.fidelity, v.sla, v.state == "ejected") for b, m, v in views
+            )
+        now = self._clock()
+        if self._store is None or now - self._snapshot_at < self._snapshot_every_s:
+            return
+        self._snapshot_at = now
+        at = self._at(now)
+        for backend, model, view in views:
+            signals = [
+                {"signal": s.signal, "score": s.score, "rate": s.rate, "total": s.total}
+                for s in book.scores(backend, model)
+            ]
+            row: dict[str, Any] = {
+                "created_at": at,
+                "backend": backend,
+                "model": model,
+                "state": view.state,
+                "fidelity": view.fidelity,
+                "sla": view.sla,
+                "signals": signals,
+            }
+            self._store.put("quality_scores", row)
+
+    def _probe_results(self, prober: Prober, store: RowWriter) -> None:
+        new = min(prober.kept - self._probes_seen, len(prober.results))
+        self._probes_seen = prober.kept
+        if new <= 0:
+            return
+        for result in list(prober.results)[-new:]:
+            store.put(
+                "probe_results",
+                {
+                    "created_at": self._at(result.at),
+                    "backend": result.backend,
+                    "model": result.model,
+                    "kind": result.kind,
+                    "ok": result.ok,
+                    "detail": result.detail,
+                    "tokens": result.tokens,
+                    "latency_ms": result.latency_s * 1000.0,
+                },
+            )
+
+    def _at(self, monotonic: float) -> datetime:
+        """A monotonic reading as a wall-clock time (UTC)."""
+        return datetime.fromtimestamp(self._wall() - (self._clock() - monotonic), UTC)

@@ -1,0 +1,251 @@
+"""The dashboard's time series: per backend and for the fleet, fixed-width time buckets.
+
+Fed by the telemetry thread, read by the dashboard endpoint; a lock keeps the two apart.
+Bounded: (backends + 1) x window_s / bucket_s buckets, each with a few counters and sparse
+latency histograms; a bucket holds at most `max_error_codes` distinct codes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.telemetry.config import PricingConfig, TelemetryConfig
+from gateway.telemetry.histogram import Histogram, quantiles_ms
+from gateway.telemetry.record import RequestRecord
+
+_QS = (0.5, 0.9, 0.99)
+_OTHER = "other"
+
+
+@dataclass(slots=True)
+class Bucket:
+    start: int
+    requests: int = 0
+    ok: int = 0
+    retries: int = 0
+    status: dict[str, int] = field(default_factory=dict)
+    codes: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    hit_base_tokens: int = 0
+    """Prompt tokens of the requests whose backend reported cached tokens."""
+    predicted_cached_tokens: int = 0
+    completion_tokens: int = 0
+    spend_usd: float = 0.0
+    policies: dict[str, int] = field(default_factory=dict)
+    ttft: Histogram = field(default_factory=Histogram)
+    tpot: Histogram = field(default_factory=Histogram)
+    e2e: Histogram = field(default_factory=Histogram)
+    overhead: Histogram = field(default_factory=Histogram)
+
+
+class Panel:
+    """One backend's (or the fleet's) ring of buckets and latest reason per policy."""
+
+    def __init__(self, slots: int, bucket_s: int) -> None:
+        self._ring: list[Bucket | None] = [None] * slots
+        self._bucket_s = bucket_s
+        self.examples: dict[str, str] = {}
+
+    def bucket(self, at: float) -> Bucket:
+        start = int(at // self._bucket_s) * self._bucket_s
+        slot = (start // self._bucket_s) % len(self._ring)
+        current = self._ring[slot]
+        if current is None or current.start != start:
+            current = self._ring[slot] = Bucket(start)
+        return current
+
+    def buckets(self, starts: Iterable[int]) -> list[Bucket | None]:
+        out: list[Bucket | None] = []
+        for start in starts:
+            held = self._ring[(start // self._bucket_s) % len(self._ring)]
+            out.append(held if held is not None and held.start == start else None)
+        return out
+
+
+class DashboardSeries:
+    name = "series"
+
+    def __init__(
+        self,
+        config: TelemetryConfig,
+        pricing: Mapping[str, PricingConfig | None],
+        weights: Mapping[str, Mapping[str, float]],
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self._pricing = pricing
+        self._weights = weights
+        self._clock = clock
+        self._slots = config.window_s // config.bucket_s + 1
+        self._fleet = Panel(self._slots, config.bucket_s)
+        self._backends: dict[str, Panel] = {}
+        self._lock = threading.Lock()
+
+    def consume(self, record: RequestRecord) -> None:
+        deciding = record.deciding_policy(self._weights.get(record.route, {}))
+        cost = record.cost_usd(self._pricing.get(record.backend or ""))
+        blamed = record.blamed_backend
+        with self._lock:
+            fleet = self._fleet.bucket(record.at)
+            self._add(fleet, record, cost, deciding.name)
+            fleet.retries += record.retries
+            self._fleet.examples[deciding.name] = deciding.reason
+            if blamed is not None:
+                panel = self._panel(blamed)
+                self._add(panel.bucket(record.at), record, cost, deciding.name)
+                panel.examples[deciding.name] = deciding.reason
+            for attempt in record.decision.attempts[:-1]:
+                if attempt.outcome != "ok":  # counted where it failed
+                    self._panel(attempt.backend).bucket(record.at).retries += 1
+
+    def _panel(self, backend: str) -> Panel:
+        panel = self._backends.get(backend)
+        if panel is None:
+            panel = self._backends[backend] = Panel(self._slots, self.config.bucket_s)
+        return panel
+
+    def _add(self, bucket: Bucket, record: RequestRecord, cost: float, policy: str) -> None:
+        bucket.requests += 1
+        ok = record.status < 400 and record.error is None
+        bucket.ok += ok
+        _bump(bucket.status, record.status_class, 1 << 30)
+        if not ok:
+            code = record.error or f"http_{record.status}"
+            _bump(bucket.codes, code, self.config.max_error_codes)
+        prompt, cached, completion = record.tokens()
+        bucket.prompt_tokens += prompt
+        bucket.completion_tokens += completion
+        if record.usage is not None and record.usage.cached_tokens is not None:
+            bucket.cached_tokens += cached
+            bucket.hit_base_tokens += prompt
+        bucket.predicted_cached_tokens += record.predicted_cached_tokens
+        bucket.spend_usd += cost
+        _bump(bucket.policies, policy, 1 << 30)
+        bucket.e2e.add(record.e2e_s)
+        bucket.overhead.add(record.overhead_s)
+        if record.ttft_s is not None:
+            bucket.ttft.add(record.ttft_s)
+        tpot = record.tpot_s
+        if tpot is not None:
+            bucket.tpot.add(tpot)
+
+    def snapshot(self, window_s: int) -> dict[str, Any]:
+        """The fleet's and every backend's summary, series and top reasons over the window."""
+        bucket_s = self.config.bucket_s
+        window_s = max(2 * bucket_s, min(window_s, self.config.window_s))
+        last = int(self._clock() // bucket_s) * bucket_s
+        starts = list(range(last - window_s + bucket_s, last + bucket_s, bucket_s))
+        with self._lock:
+            fleet = _panel_view(self._fleet, starts, window_s)
+            backends = {
+                name: _panel_view(panel, starts, window_s) for name, panel in self._backends.items()
+            }
+        total = fleet["summary"]["requests"]
+        for view in backends.values():
+            view["summary"]["share"] = view["summary"]["requests"] / total if total else None
+        return {"bucket_s": bucket_s, "window_s": window_s, "fleet": fleet, "backends": backends}
+
+
+def _bump(counts: dict[str, int], key: str, limit: int) -> None:
+    if key not in counts and len(counts) >= limit:
+        key = _OTHER
+    counts[key] = counts.get(key, 0) + 1
+
+
+def _ratio(part: float, whole: float) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _panel_view(panel: Panel, starts: list[int], window_s: int) -> dict[str, Any]:
+    held = panel.buckets(starts)
+    present = [b for b in held if b is not None]
+    return {
+        "summary": _summary(present, window_s),
+        "series": _series(starts, held),
+        "reasons": _reasons(present, panel.examples),
+    }
+
+
+def _summary(buckets: list[Bucket], window_s: int) -> dict[str, Any]:
+    requests = sum(b.requests for b in buckets)
+    status: dict[str, int] = {}
+    codes: dict[str, int] = {}
+    for b in buckets:
+        for key, n in b.status.items():
+            status[key] = status.get(key, 0) + n
+        for key, n in b.codes.items():
+            codes[key] = codes.get(key, 0) + n
+    prompt = sum(b.prompt_tokens for b in buckets)
+    return {
+        "requests": requests,
+        "rps": round(requests / window_s, 4),
+        "success_rate": _ratio(sum(b.ok for b in buckets), requests),
+        "status": status,
+        "errors": dict(sorted(codes.items(), key=lambda kv: -kv[1])),
+        "ttft_ms": _quantiles(b.ttft for b in buckets),
+        "tpot_ms": _quantiles(b.tpot for b in buckets),
+        "e2e_ms": _quantiles(b.e2e for b in buckets),
+        "overhead_ms": _quantiles(b.overhead for b in buckets),
+        "prompt_tokens": prompt,
+        "cached_tokens": sum(b.cached_tokens for b in buckets),
+        "predicted_cached_tokens": sum(b.predicted_cached_tokens for b in buckets),
+        "completion_tokens": sum(b.completion_tokens for b in buckets),
+        "cache_hit_ratio": _ratio(
+            sum(b.cached_tokens for b in buckets), sum(b.hit_base_tokens for b in buckets)
+        ),
+        "predicted_cache_hit_ratio": _ratio(
+            sum(b.predicted_cached_tokens for b in buckets), prompt
+        ),
+        "spend_usd": round(sum(b.spend_usd for b in buckets), 6),
+        "retries": sum(b.retries for b in buckets),
+        "share": None,
+    }
+
+
+def _quantiles(histograms: Iterable[Histogram]) -> dict[str, float | None]:
+    p50, p90, p99 = quantiles_ms(histograms, _QS)
+    return {"p50": p50, "p90": p90, "p99": p99}
+
+
+def _series(starts: list[int], held: list[Bucket | None]) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {"t": starts}
+    columns: dict[str, Callable[[Bucket], Any]] = {
+        "requests": lambda b: b.requests,
+        "errors": lambda b: b.requests - b.ok,
+        "success_rate": lambda b: _ratio(b.ok, b.requests),
+        "cache_hit_ratio": lambda b: _ratio(b.cached_tokens, b.hit_base_tokens),
+        "predicted_cache_hit_ratio": lambda b: _ratio(b.predicted_cached_tokens, b.prompt_tokens),
+        "spend_usd": lambda b: round(b.spend_usd, 6),
+    }
+    empty = {"requests": 0, "errors": 0, "spend_usd": 0.0}
+    for name, column in columns.items():
+        out[name] = [column(b) if b is not None else empty.get(name) for b in held]
+    for name in ("ttft", "tpot", "overhead"):
+        rows = [
+            quantiles_ms([getattr(b, name)], _QS) if b is not None else [None, None, None]
+            for b in held
+        ]
+        wanted = {"ttft": (0, 1, 2), "tpot": (0, 1, 2), "overhead": (0, 2)}[name]
+        for i in wanted:
+            label = ("p50", "p90", "p99")[i]
+            out[f"{name}_{label}_ms"] = [row[i] for row in rows]
+    return out
+
+
+def _reasons(buckets: list[Bucket], examples: Mapping[str, str]) -> list[dict[str, Any]]:
+    counts: dict[str, int] = {}
+    for b in buckets:
+        for policy, n in b.policies.items():
+            counts[policy] = counts.get(policy, 0) + n
+    total = sum(counts.values())
+    top = sorted(counts.items(), key=lambda kv: -kv[1])[:5]
+    return [
+        {"policy": p, "count": n, "share": round(n / total, 4), "example": examples.get(p, "")}
+        for p, n in top
+    ]

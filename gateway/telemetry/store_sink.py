@@ -1,0 +1,99 @@
+"""Request records as rows for the store, built on the telemetry thread."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import orjson
+
+from gateway.telemetry.config import PricingConfig
+from gateway.telemetry.record import RequestRecord
+
+_PROMPT_FIELDS = ("messages", "prompt", "input", "tools")
+
+
+class RowWriter(Protocol):
+    def put(self, table: Any, row: dict[str, Any]) -> bool: ...
+
+
+class StoreSink:
+    name = "store"
+
+    def __init__(
+        self,
+        writer: RowWriter,
+        weights: Mapping[str, Mapping[str, float]],
+        pricing: Mapping[str, PricingConfig | None],
+        *,
+        keep_prompts: bool = False,
+        max_prompt_bytes: int = 64 * 1024,
+    ) -> None:
+        self._writer = writer
+        self._weights = weights
+        self._pricing = pricing
+        self._keep_prompts = keep_prompts
+        self._max_prompt_bytes = max_prompt_bytes
+
+    def consume(self, record: RequestRecord) -> None:
+        self._writer.put("requests", self.row(record))
+
+    def row(self, record: RequestRecord) -> dict[str, Any]:
+        decision = record.decision.decision
+        prompt, cached, completion = record.tokens()
+        tpot = record.tpot_s
+        return {
+            "created_at": datetime.fromtimestamp(record.at, UTC),
+            "decision_id": decision.id,
+            "key_id": record.key_id,
+            "route": record.route,
+            "model": decision.model,
+            "endpoint": record.endpoint,
+            "stream": record.stream,
+            "backend": record.backend,
+            "status": record.status,
+            "error": record.error,
+            "attempts": len(record.decision.attempts),
+            "retries": record.retries,
+            "attempt_log": [
+                {"backend": a.backend, "outcome": a.outcome, "duration_ms": round(a.duration_ms, 3)}
+                for a in record.decision.attempts
+            ],
+            "deciding_policy": record.deciding_policy(self._weights.get(record.route, {})).name,
+            "reasons": _reasons(record),
+            "prompt_tokens": prompt,
+            "cached_tokens": cached,
+            "predicted_cached_tokens": record.predicted_cached_tokens,
+            "completion_tokens": completion,
+            "ttft_ms": record.ttft_s * 1000.0 if record.ttft_s is not None else None,
+            "tpot_ms": tpot * 1000.0 if tpot is not None else None,
+            "e2e_ms": record.e2e_s * 1000.0,
+            "overhead_ms": record.overhead_s * 1000.0,
+            "decision_us": decision.total_us,
+            "cost_usd": record.cost_usd(self._pricing.get(record.backend or "")),
+            "prompt": self._prompt(record) if self._keep_prompts else None,
+        }
+
+    def _prompt(self, record: RequestRecord) -> Any:
+        body = record.body
+        if body is None:
+            return None
+        kept = {k: body[k] for k in _PROMPT_FIELDS if k in body}
+        raw = orjson.dumps(kept)
+        if len(raw) <= self._max_prompt_bytes:
+            return kept
+        cut = raw[: self._max_prompt_bytes].decode("utf-8", errors="ignore")
+        return {"truncated": True, "bytes": len(raw), "text": cut}
+
+
+def _reasons(record: RequestRecord) -> dict[str, str]:
+    """The chosen backend's reasons, one per policy, and the picker's."""
+    decision = record.decision.decision
+    out: dict[str, str] = {}
+    for report in decision.candidates:
+        if report.backend == decision.chosen:
+            out.update({name: verdict.reason for name, verdict in report.verdicts.items()})
+            out.update({name: score.reason for name, score in report.scores.items()})
+    out[decision.picker] = decision.picker_reason
+    return out

@@ -1,0 +1,135 @@
+"""The telemetry parts a gateway runs, built from its config and started and stopped as one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gateway.config import Config
+from gateway.quality.book import QualityBook
+from gateway.quality.prober import Prober
+from gateway.state import FleetState
+from gateway.store.database import resolve_url
+from gateway.store.writer import StoreWriter
+from gateway.telemetry.access_log import AccessLog
+from gateway.telemetry.metrics import GatewayMetrics
+from gateway.telemetry.pipe import TelemetryPipe
+from gateway.telemetry.sampler import Sampler
+from gateway.telemetry.series import DashboardSeries
+from gateway.telemetry.store_sink import StoreSink
+from policies import Pipeline
+
+logger = logging.getLogger("switchyard.telemetry")
+
+
+@dataclass
+class Telemetry:
+    pipe: TelemetryPipe
+    metrics: GatewayMetrics | None = None
+    series: DashboardSeries | None = None
+    store: StoreWriter | None = None
+    _sampler: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def store_status(self) -> dict[str, Any]:
+        return self.store.status() if self.store is not None else {"enabled": False}
+
+
+def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Telemetry:
+    weights = {
+        route.name: {ws.scorer.name: ws.weight for ws in pipelines[route.profile].scorers}
+        for route in config.routes
+    }
+    pricing = {b.name: b.pricing for b in config.backends}
+    pipe = TelemetryPipe(config.server.log_queue_size, [AccessLog()])
+    telemetry = Telemetry(pipe)
+    if config.telemetry.prometheus:
+        telemetry.metrics = GatewayMetrics(weights, pricing)
+        pipe.add_sink(telemetry.metrics)
+    if config.telemetry.dashboard:
+        telemetry.series = DashboardSeries(config.telemetry, pricing, weights)
+        pipe.add_sink(telemetry.series)
+    url = resolve_url(config.store)
+    if url is not None:
+        metrics = telemetry.metrics
+        telemetry.store = StoreWriter(
+            config.store,
+            url,
+            on_written=_written(metrics),
+            on_dropped=_dropped(metrics),
+        )
+        pipe.add_sink(
+            StoreSink(
+                telemetry.store,
+                weights,
+                pricing,
+                keep_prompts=config.store.store_prompts,
+                max_prompt_bytes=config.store.max_prompt_bytes,
+            )
+        )
+    return telemetry
+
+
+def _written(metrics: GatewayMetrics | None) -> Any:
+    def count(table: str, rows: int) -> None:
+        if metrics is not None:
+            metrics.store_written.labels(table).inc(rows)
+            metrics.store_up.set(1)
+
+    return count
+
+
+def _dropped(metrics: GatewayMetrics | None) -> Any:
+    def count(table: str, rows: int) -> None:
+        if metrics is not None:
+            metrics.dropped.labels(f"store:{table}").inc(rows)
+
+    return count
+
+
+async def start_telemetry(
+    telemetry: Telemetry,
+    config: Config,
+    state: FleetState,
+    book: QualityBook | None,
+    prober: Prober | None,
+) -> None:
+    if telemetry.store is not None:
+        await telemetry.store.start()
+    telemetry.pipe.start()
+    sampler = Sampler(
+        state,
+        metrics=telemetry.metrics,
+        book=book,
+        prober=prober,
+        store=telemetry.store,
+        snapshot_every_s=config.store.quality_snapshot_s,
+        pipe=telemetry.pipe,
+        store_up=_store_up(telemetry.store) if telemetry.store is not None else None,
+    )
+    telemetry._sampler = asyncio.create_task(sampler.run(), name="telemetry-sampler")
+
+
+def _store_up(store: StoreWriter) -> Callable[[], bool]:
+    """Up unless the last write (or migration) failed: a worker that has not written yet
+    must not pull the fleet's `livemin` gauge down."""
+
+    def up() -> bool:
+        status = store.status()
+        return bool(status["up"]) or status.get("last_error") is None
+
+    return up
+
+
+async def stop_telemetry(telemetry: Telemetry) -> None:
+    if telemetry._sampler is not None:
+        telemetry._sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await telemetry._sampler
+    # The thread hands its last records to the store before the store's final flush.
+    await asyncio.to_thread(telemetry.pipe.stop)
+    if telemetry.store is not None:
+        await telemetry.store.stop()

@@ -1,0 +1,57 @@
+"""Several uvicorn worker processes: one config, one Prometheus view, migrations run once.
+
+The parent process (`switchyard serve --workers N`) prepares the environment the workers
+inherit; each worker builds its app from it with `app_from_env`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from alembic.util import CommandError
+from sqlalchemy.exc import SQLAlchemyError
+
+from gateway.app import SwitchyardApp, create_app
+from gateway.config import Config, load_config
+from gateway.store.database import resolve_url
+from gateway.store.migrate import upgrade
+from gateway.telemetry.metrics import MULTIPROC_ENV
+
+logger = logging.getLogger("switchyard")
+
+CONFIG_ENV = "SWITCHYARD_CONFIG"
+MIGRATED_ENV = "SWITCHYARD_MIGRATED"
+
+
+def prepare_workers(config: Config, config_path: Path) -> None:
+    """Point the workers at the config, a fresh metrics directory, a migrated database."""
+    os.environ[CONFIG_ENV] = str(config_path.resolve())
+    directory = os.environ.get(MULTIPROC_ENV)
+    if directory:
+        # Values left by an earlier run would be added to this one's.
+        for stale in Path(directory).glob("*.db"):
+            stale.unlink()
+    else:
+        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="switchyard-metrics-")
+    url = resolve_url(config.store)
+    if url is not None and config.store.migrate_on_start:
+        try:
+            asyncio.run(upgrade(url))
+        except (SQLAlchemyError, CommandError, OSError, TimeoutError) as exc:
+            # Each worker migrates on start instead; serving must not wait for the database.
+            logger.warning("migration before starting the workers failed: %s", type(exc).__name__)
+        else:
+            os.environ[MIGRATED_ENV] = "1"
+
+
+def app_from_env() -> SwitchyardApp:
+    """A worker's app (uvicorn's factory): the config the parent named."""
+    config = load_config(os.environ[CONFIG_ENV])
+    if os.environ.get(MIGRATED_ENV):
+        store = config.store.model_copy(update={"migrate_on_start": False})
+        config = config.model_copy(update={"store": store})
+    return create_app(config)

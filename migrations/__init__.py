@@ -1,0 +1,1 @@
+"""Alembic migrations of Switchyard's record store (run with `switchyard db upgrade`)."""

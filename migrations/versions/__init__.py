@@ -1,0 +1,1 @@
+"""Revision scripts, one per schema change (a package so that installs ship them)."""

@@ -1,0 +1,142 @@
+"""The gateway writes its records to the store off the request path, and keeps serving
+when the database is gone."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from gateway.quality.book import QualityBook
+from gateway.quality.config import QualityConfig
+from gateway.quality.observation import SignalEvent
+from gateway.state import FleetState
+from gateway.store import TABLES, StoreWriter, make_engine
+from gateway.telemetry.config import StoreConfig
+from gateway.telemetry.sampler import Sampler
+from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config, parsed
+from tests.gateway.telemetry.test_metrics_endpoint import drained, samples, total
+
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "store me"}], "max_tokens": 3}
+
+
+async def rows(url: str, table: str) -> list[dict[str, Any]]:
+    engine = make_engine(url, 5.0)
+    try:
+        async with engine.connect() as conn:
+            result = await conn.execute(select(TABLES[table]))
+            return [dict(r._mapping) for r in result]
+    finally:
+        await engine.dispose()
+
+
+async def store_gateway(
+    start_emulator: StartEmulator, start_gateway: StartGateway, store: dict[str, Any]
+) -> RunningGateway:
+    a = await start_emulator(models=["emulated-model"])
+    config = make_config({"a": a.base_url}, store={"flush_interval_s": 0.05, **store})
+    config["backends"][0]["pricing"] = {"input_usd_per_mtok": 1.0, "output_usd_per_mtok": 1.0}
+    return await start_gateway(config)
+
+
+async def test_request_records_reach_sqlite(
+    start_emulator: StartEmulator, start_gateway: StartGateway, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'records.db'}"
+    gw = await store_gateway(start_emulator, start_gateway, {"url": url})
+    for stream in (False, True, False):
+        r = await gw.client.post("/v1/chat/completions", json={**CHAT, "stream": stream})
+        assert r.status_code == 200
+    await gw.client.post("/v1/chat/completions", json={**CHAT, "model": "nope"})  # 404
+    await drained(gw, 3)
+    store = gw.gateway.telemetry.store
+    assert store is not None
+    await store.flush_now()
+    got = sorted(await rows(url, "requests"), key=lambda r: r["id"])
+    assert [r["stream"] for r in got] == [False, True, False]
+    first = got[0]
+    assert first["backend"] == "a" and first["status"] == 200 and first["route"] == "default"
+    assert first["completion_tokens"] == 3 and first["prompt_tokens"] > 0
+    assert first["cost_usd"] == pytest.approx((first["prompt_tokens"] + 3) / 1e6)
+    assert first["deciding_policy"] == "only-candidate"
+    assert "max-score-picker" in first["reasons"]
+    assert first["prompt"] is None  # no prompt text unless store_prompts is on
+    assert got[1]["ttft_ms"] is not None and got[0]["ttft_ms"] is None
+    status = (await gw.client.get("/v1/switchyard/dashboard")).json()["store"]
+    assert status["up"] is True and status["written"] >= 3 and "records.db" in status["url"]
+
+
+async def test_prompts_are_kept_only_when_asked(
+    start_emulator: StartEmulator, start_gateway: StartGateway, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'prompts.db'}"
+    gw = await store_gateway(
+        start_emulator, start_gateway, {"url": url, "store_prompts": True, "max_prompt_bytes": 64}
+    )
+    long = {**CHAT, "messages": [{"role": "user", "content": "y" * 500}]}
+    for body in (CHAT, long):
+        assert (await gw.client.post("/v1/chat/completions", json=body)).status_code == 200
+    await drained(gw, 2)
+    assert gw.gateway.telemetry.store is not None
+    await gw.gateway.telemetry.store.flush_now()
+    got = sorted(await rows(url, "requests"), key=lambda r: r["id"])
+    assert got[0]["prompt"] == {"messages": CHAT["messages"]}
+    assert got[1]["prompt"]["truncated"] is True and len(got[1]["prompt"]["text"]) <= 64
+
+
+async def test_a_dead_database_costs_records_not_requests(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    # Rows wait (up to queue_size) for the database to come back; the rest are dropped.
+    dead = {"url": "postgresql+asyncpg://root@127.0.0.1:1/none", "connect_timeout_s": 0.5,
+            "retry_after_s": 0.1, "queue_size": 3}  # fmt: skip
+    gw = await store_gateway(start_emulator, start_gateway, dead)
+    for _ in range(5):
+        assert (await gw.client.post("/v1/chat/completions", json=CHAT)).status_code == 200
+    await drained(gw, 5)
+    for _ in range(100):
+        values = samples((await gw.client.get("/metrics")).text)
+        dropped = total(values, "switchyard_telemetry_dropped_total", sink="store:requests")
+        if dropped == 2 and total(values, "switchyard_store_up") == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert dropped == 2
+    assert total(values, "switchyard_store_up") == 0
+    store = (await gw.client.get("/v1/switchyard/dashboard")).json()["store"]
+    assert store["up"] is False and store["last_error"]
+    assert (store["queued"], store["dropped"]) == (3, 2)
+    assert "127.0.0.1:1" in store["url"]
+
+
+async def test_quality_changes_scores_and_probes_become_rows(tmp_path: Path) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'quality.db'}"
+    clock = [100.0]
+    book = QualityBook(QualityConfig(min_evidence=3), clock=lambda: clock[0])
+    config = parsed(make_config({"a": "http://127.0.0.1:9/v1"}))
+    writer = StoreWriter(StoreConfig(url=url), url)
+    await writer.start()
+    try:
+        sampler = Sampler(
+            FleetState(config.backends, config.health),
+            book=book,
+            store=writer,
+            snapshot_every_s=10.0,
+            clock=lambda: clock[0],
+        )
+        book.record("a", "m", [SignalEvent("error", False, "fidelity")])  # unknown -> healthy
+        for _ in range(30):
+            book.record("a", "m", [SignalEvent("error", True, "fidelity", "upstream 500")])
+        clock[0] += 11.0
+        sampler.tick()
+        await writer.flush_now()
+    finally:
+        await writer.stop()
+    events = await rows(url, "quality_events")
+    assert [(e["from_state"], e["to_state"]) for e in events][-1] == ("healthy", "ejected")
+    assert events[-1]["backend"] == "a" and events[-1]["fidelity"] < 0.8
+    scores = await rows(url, "quality_scores")
+    assert len(scores) == 1 and scores[0]["state"] == "ejected"
+    assert scores[0]["signals"][0]["signal"] == "error"

@@ -1,0 +1,70 @@
+"""Migrations on SQLite and PostgreSQL: up, down to nothing, up again, from a running loop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import inspect
+from sqlalchemy.engine import Connection
+
+from gateway.store import TABLES, current, downgrade, head, make_engine, metadata, upgrade
+
+EXPECTED_INDEXES = {
+    "requests": {"ix_requests_created_at", "ix_requests_backend_created_at"},
+    "quality_events": {"ix_quality_events_created_at"},
+    "quality_scores": {"ix_quality_scores_created_at"},
+    "probe_results": {"ix_probe_results_created_at"},
+}
+
+
+def _schema(conn: Connection) -> dict[str, set[str]]:
+    inspector = inspect(conn)
+    return {
+        table: {index["name"] or "" for index in inspector.get_indexes(table)}
+        for table in inspector.get_table_names()
+        if table != "alembic_version"
+    }
+
+
+def _drift(conn: Connection) -> list[Any]:
+    return list(compare_metadata(MigrationContext.configure(conn), metadata))
+
+
+async def _inspect(url: str, look: Any) -> Any:
+    engine = make_engine(url, connect_timeout_s=5)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(look)
+    finally:
+        await engine.dispose()
+
+
+async def test_upgrade_creates_the_four_tables_and_their_indexes(db_url: str) -> None:
+    assert await current(db_url) is None
+    await upgrade(db_url)
+    assert await _inspect(db_url, _schema) == EXPECTED_INDEXES
+    assert set(TABLES) == set(EXPECTED_INDEXES)
+    assert await current(db_url) == head() == "0001"
+
+
+async def test_downgrade_to_base_removes_them_and_upgrade_works_again(db_url: str) -> None:
+    await upgrade(db_url)
+    await downgrade(db_url, "base")
+    assert await _inspect(db_url, _schema) == {}
+    assert await current(db_url) is None
+    await upgrade(db_url, "0001")
+    assert await _inspect(db_url, _schema) == EXPECTED_INDEXES
+    assert await current(db_url) == "0001"
+
+
+async def test_upgrade_twice_is_harmless(db_url: str) -> None:
+    await upgrade(db_url)
+    await upgrade(db_url)
+    assert await current(db_url) == "0001"
+
+
+async def test_the_migration_matches_the_models(db_url: str) -> None:
+    await upgrade(db_url)
+    assert await _inspect(db_url, _drift) == []
