@@ -86,6 +86,10 @@ def _bench(args: argparse.Namespace) -> int:
         from bench.quality import main as quality_main
 
         return quality_main(rest)
+    if args.bench_name == "telemetry":
+        from bench.telemetry_cost import main as telemetry_main
+
+        return telemetry_main(rest)
     if args.bench_name == "decision":
         from bench.decision import main as decision_main
 
@@ -198,11 +202,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="run a benchmark: replay (trace replay), overhead, decision or quality (faults)",
+        help="run a benchmark: replay (trace replay), overhead, decision, quality (faults) "
+        "or telemetry (what records, metrics and the store cost)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
         "replay --help`.",
     )
-    bench.add_argument("bench_name", choices=["replay", "overhead", "decision", "quality"])
+    bench.add_argument(
+        "bench_name", choices=["replay", "overhead", "decision", "quality", "telemetry"]
+    )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -15,6 +16,12 @@ from gateway.config import Config, parse_config
 from gateway.emulator import EmulatorServer, EmulatorSettings
 from gateway.loopback import LoopbackServer
 from gateway.service import Gateway
+
+# A developer's (or CI's) SWITCHYARD_DATABASE_URL must not send every test gateway's records
+# to that database: the store's PostgreSQL tests use it as their server, nothing else does.
+DATABASE_URL_FOR_TESTS = os.environ.pop("SWITCHYARD_DATABASE_URL", None)
+# Likewise, in-process test gateways keep their metrics in their own registries.
+os.environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
 
 StartEmulator = Callable[..., Awaitable[EmulatorServer]]
 StartGateway = Callable[[dict[str, Any]], Awaitable["RunningGateway"]]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -61,6 +62,21 @@ METRIC_NAMES: tuple[str, ...] = (
 """Every metric family the gateway exports (histograms add _bucket, _sum and _count)."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Series:
+    duration: Histogram
+    ttft: Histogram
+    tpot: Histogram
+    overhead: Histogram
+    decision: Histogram
+    prompt: Counter
+    cached: Counter
+    reporting: Counter
+    predicted: Counter
+    completion: Counter
+    cost: Counter
+
+
 class GatewayMetrics:
     """One registry per gateway (no process-wide globals); a telemetry sink."""
 
@@ -75,6 +91,7 @@ class GatewayMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._weights = weights or {}
         self._pricing = pricing or {}
+        self._children: dict[tuple[str, str], _Series] = {}
         r = self.registry
         route_backend = ("route", "backend")
         self.requests = Counter(
@@ -214,33 +231,54 @@ class GatewayMetrics:
     def consume(self, record: RequestRecord) -> None:
         """Fold one finished request in (telemetry thread)."""
         route, backend = record.route, record.blamed_backend or "none"
-        pricing = self._pricing.get(backend)
+        series = self._series(route, backend)
         self.requests.labels(route, backend, record.status_class).inc()
         if record.error is not None:
             self.errors.labels(route, backend, record.error).inc()
-        self.duration.labels(route, backend).observe(record.e2e_s)
+        series.duration.observe(record.e2e_s)
         if record.ttft_s is not None:
-            self.ttft.labels(route, backend).observe(record.ttft_s)
+            series.ttft.observe(record.ttft_s)
         tpot = record.tpot_s
         if tpot is not None:
-            self.tpot.labels(route, backend).observe(tpot)
-        self.overhead.labels(route).observe(record.overhead_s)
-        self.decision.labels(route).observe(record.decision.decision.total_us / 1e6)
-        prompt, cached, completion = record.tokens()
+            series.tpot.observe(tpot)
+        series.overhead.observe(record.overhead_s)
+        series.decision.observe(record.decision.decision.total_us / 1e6)
         if record.backend is not None:
-            self.prompt_tokens.labels(route, backend).inc(prompt)
-            self.cached_tokens.labels(route, backend).inc(cached)
+            prompt, cached, completion = record.tokens()
+            series.prompt.inc(prompt)
+            series.cached.inc(cached)
             if record.usage is not None and record.usage.cached_tokens is not None:
-                self.reporting_tokens.labels(route, backend).inc(prompt)
-            self.predicted_cached.labels(route, backend).inc(record.predicted_cached_tokens)
-            self.completion_tokens.labels(route, backend).inc(completion)
-            self.cost.labels(route, backend).inc(record.cost_usd(pricing))
+                series.reporting.inc(prompt)
+            series.predicted.inc(record.predicted_cached_tokens)
+            series.completion.inc(completion)
+            series.cost.inc(record.cost_usd(self._pricing.get(backend)))
         policy = record.deciding_policy(self._weights.get(route, {}))
         chosen = record.decision.decision.chosen or "none"
         self.decisions.labels(route, chosen, policy.name).inc()
         for attempt in record.decision.attempts[:-1]:
             if attempt.outcome != "ok":
                 self.retries.labels(route, attempt.backend, attempt.outcome).inc()
+
+    def _series(self, route: str, backend: str) -> _Series:
+        """The (route, backend) children, looked up once: `labels()` per update costs more
+        than the update itself. Bounded by the config's routes x backends."""
+        key = (route, backend)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = _Series(
+                duration=self.duration.labels(route, backend),
+                ttft=self.ttft.labels(route, backend),
+                tpot=self.tpot.labels(route, backend),
+                overhead=self.overhead.labels(route),
+                decision=self.decision.labels(route),
+                prompt=self.prompt_tokens.labels(route, backend),
+                cached=self.cached_tokens.labels(route, backend),
+                reporting=self.reporting_tokens.labels(route, backend),
+                predicted=self.predicted_cached.labels(route, backend),
+                completion=self.completion_tokens.labels(route, backend),
+                cost=self.cost.labels(route, backend),
+            )
+        return found
 
     def sample_backends(self, rows: Iterable[tuple[str, bool, int]]) -> None:
         """(backend, healthy, in flight) for every backend; called about once a second."""

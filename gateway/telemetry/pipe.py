@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import Protocol
@@ -39,6 +40,8 @@ class TelemetryPipe:
         self._thread: threading.Thread | None = None
         self.dropped = 0
         self.consumed = 0
+        self.cpu_s = 0.0
+        """CPU time the thread spent handing records to the sinks."""
         self.failures: dict[str, int] = {}
 
     def add_sink(self, sink: Sink) -> None:
@@ -76,5 +79,7 @@ class TelemetryPipe:
 
     def _run(self) -> None:
         while not self._stop.wait(_DRAIN_INTERVAL_S):
+            started = time.thread_time()
             self.drain()
+            self.cpu_s += time.thread_time() - started
         self.drain()

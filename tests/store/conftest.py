@@ -13,23 +13,46 @@ from typing import Any
 
 import asyncpg
 import pytest
+from sqlalchemy.engine import make_url
 
 from gateway.store import StoreWriter
 from gateway.telemetry.config import StoreConfig
+from tests.conftest import DATABASE_URL_FOR_TESTS
 
-PG_HOST = "127.0.0.1"
-PG_PORT = 5432
-PG_ADMIN_DATABASE = "test"
+
+def _server() -> tuple[str, int, str, list[str], str | None]:
+    """(host, port, database, users to try, password): SWITCHYARD_DATABASE_URL when it names
+    a PostgreSQL server, else the local one (trust auth, database `test`)."""
+    url = DATABASE_URL_FOR_TESTS
+    if url and url.startswith("postgresql"):
+        parsed = make_url(url)
+        user = parsed.username or "postgres"
+        return (
+            parsed.host or "127.0.0.1",
+            parsed.port or 5432,
+            parsed.database or "test",
+            [user],
+            parsed.password,
+        )
+    return "127.0.0.1", 5432, "test", ["root", "postgres"], None
+
+
+PG_HOST, PG_PORT, PG_ADMIN_DATABASE, PG_USERS, PG_PASSWORD = _server()
 
 MakeWriter = Callable[..., StoreWriter]
 
 
 async def _admin_connection() -> tuple[asyncpg.Connection, str]:
     problems: list[str] = []
-    for user in ("root", "postgres"):
+    for user in PG_USERS:
         try:
             conn = await asyncpg.connect(
-                host=PG_HOST, port=PG_PORT, user=user, database=PG_ADMIN_DATABASE, timeout=3
+                host=PG_HOST,
+                port=PG_PORT,
+                user=user,
+                password=PG_PASSWORD,
+                database=PG_ADMIN_DATABASE,
+                timeout=3,
             )
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
             problems.append(f"{user}: {exc}")
@@ -48,7 +71,8 @@ async def postgres_url() -> AsyncIterator[str]:
     name = f"switchyard_test_{secrets.token_hex(6)}"
     await admin.execute(f'CREATE DATABASE "{name}"')
     try:
-        yield f"postgresql+asyncpg://{user}@{PG_HOST}:{PG_PORT}/{name}"
+        secret = f":{PG_PASSWORD}" if PG_PASSWORD else ""
+        yield f"postgresql+asyncpg://{user}{secret}@{PG_HOST}:{PG_PORT}/{name}"
     finally:
         await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         await admin.close()
