@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from fastapi import APIRouter, Request
@@ -42,7 +43,8 @@ async def metrics(request: Request) -> Response:
     exporter = _gateway(request).telemetry.metrics
     if exporter is None:
         raise NotFound("Prometheus metrics are off (telemetry.prometheus: false)", code="not_found")
-    body, content_type = exporter.render()
+    # Rendering takes tens of milliseconds with many series (more with many workers' files).
+    body, content_type = await asyncio.to_thread(exporter.render)
     return Response(body, 200, media_type=content_type)
 
 

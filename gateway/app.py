@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from prometheus_client import multiprocess
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
@@ -83,6 +84,7 @@ def create_app(config: Config) -> SwitchyardApp:
     app.include_router(dashboard_router)
     app.add_exception_handler(SwitchyardError, _on_switchyard_error)
     app.add_exception_handler(HTTPException, _on_http_exception)
+    app.add_exception_handler(RequestValidationError, _on_invalid_parameters)
     app.add_exception_handler(Exception, _on_bug)
     entry = SwitchyardApp(app)
     return entry
@@ -98,6 +100,15 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
     error = ClientError(str(exc.detail), code="not_found" if exc.status_code == 404 else None)
     error.status = exc.status_code
     return error_response(error, dict(exc.headers or {}))
+
+
+async def _on_invalid_parameters(request: Request, exc: Exception) -> Response:
+    """A bad query or path parameter on the gateway's own endpoints, OpenAI-shaped."""
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    where = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
+    message = f"{where}: {first.get('msg', 'invalid value')}" if where else "invalid parameters"
+    return error_response(ClientError(message, param=where))
 
 
 async def _on_bug(request: Request, exc: Exception) -> Response:

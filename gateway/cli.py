@@ -31,9 +31,11 @@ def _serve(args: argparse.Namespace) -> int:
 
     from gateway.app import create_app
     from gateway.service import client_keys
+    from gateway.store import resolve_url
 
     config = _load(args.config)
     client_keys(config.server.api_keys_env)  # fail here, with a message, not in the lifespan
+    resolve_url(config.store)  # likewise for a bad SWITCHYARD_DATABASE_URL
     server = config.server
     host = args.host or server.host
     port = args.port if args.port is not None else server.port
@@ -45,13 +47,19 @@ def _serve(args: argparse.Namespace) -> int:
         "access_log": False,
         "timeout_graceful_shutdown": 5,
     }
-    if args.workers > 1:
-        from gateway.workers import prepare_workers
+    from gateway.workers import prepare_metrics_dir, prepare_workers
 
-        prepare_workers(config, Path(args.config or embedded_config_path()))
-        uvicorn.run("gateway.workers:app_from_env", factory=True, workers=args.workers, **common)
-    else:
-        uvicorn.run(create_app(config), **common)
+    cleanup = prepare_metrics_dir(args.workers)
+    try:
+        if args.workers > 1:
+            prepare_workers(config, Path(args.config or embedded_config_path()))
+            uvicorn.run(
+                "gateway.workers:app_from_env", factory=True, workers=args.workers, **common
+            )
+        else:
+            uvicorn.run(create_app(config), **common)
+    finally:
+        cleanup()
     return 0
 
 

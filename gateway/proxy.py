@@ -58,6 +58,7 @@ async def serve_proxy(
         key_id = gateway.authorize(request.headers.get("authorization"))
         raw = await read_body(request, gateway.config.server.max_body_bytes)
     except SwitchyardError as exc:
+        gateway.telemetry.rejected(exc.code or exc.type)
         await error_response(exc)(scope, receive, send)
         return
     task = asyncio.current_task()
@@ -118,6 +119,7 @@ async def _respond(
         traits = traits_of(endpoint, body, head, request.headers)
         decision, work = gateway.router.decide(route, traits)
     except SwitchyardError as exc:
+        gateway.telemetry.rejected(exc.code or exc.type)
         return error_response(exc)
     record = DecisionRecord(decision, work)
     gateway.ring.add(record)

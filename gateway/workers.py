@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic.util import CommandError
@@ -27,16 +29,26 @@ CONFIG_ENV = "SWITCHYARD_CONFIG"
 MIGRATED_ENV = "SWITCHYARD_MIGRATED"
 
 
-def prepare_workers(config: Config, config_path: Path) -> None:
-    """Point the workers at the config, a fresh metrics directory, a migrated database."""
-    os.environ[CONFIG_ENV] = str(config_path.resolve())
+def prepare_metrics_dir(workers: int) -> Callable[[], None]:
+    """Make `PROMETHEUS_MULTIPROC_DIR` ready: created, emptied of an earlier run's values
+    (they would be added to this one's); a temporary one when several workers need it and
+    none was given. Returns the clean-up to run when serving ends."""
     directory = os.environ.get(MULTIPROC_ENV)
     if directory:
-        # Values left by an earlier run would be added to this one's.
+        Path(directory).mkdir(parents=True, exist_ok=True)
         for stale in Path(directory).glob("*.db"):
             stale.unlink()
-    else:
-        os.environ[MULTIPROC_ENV] = tempfile.mkdtemp(prefix="switchyard-metrics-")
+        return lambda: None
+    if workers <= 1:
+        return lambda: None
+    created = tempfile.mkdtemp(prefix="switchyard-metrics-")
+    os.environ[MULTIPROC_ENV] = created
+    return lambda: shutil.rmtree(created, ignore_errors=True)
+
+
+def prepare_workers(config: Config, config_path: Path) -> None:
+    """Point the workers at the config and a migrated database."""
+    os.environ[CONFIG_ENV] = str(config_path.resolve())
     url = resolve_url(config.store)
     if url is not None and config.store.migrate_on_start:
         try:

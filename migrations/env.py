@@ -16,10 +16,9 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from gateway.store.database import DATABASE_URL_ENV, make_engine
+from gateway.store.migrate import MIGRATION_LOCK_ID
 from gateway.store.models import metadata
-
-# Any constant works; gateways that start together take turns instead of racing to create.
-_PG_LOCK_ID = 0x5377_7944_6200
+from gateway.telemetry.config import normalize_database_url
 
 config = context.config
 if config.config_file_name is not None:  # the `alembic` command with alembic.ini
@@ -31,7 +30,10 @@ def _url() -> str:
     url = url or config.get_main_option("sqlalchemy.url")
     if not url:
         raise RuntimeError(f"no database URL: set {DATABASE_URL_ENV} or sqlalchemy.url")
-    return str(url)
+    try:
+        return normalize_database_url(str(url))  # postgresql:// means asyncpg, as in the gateway
+    except ValueError as exc:
+        raise RuntimeError(f"database URL: {exc}") from None
 
 
 def _configure(connection: Connection) -> None:
@@ -46,7 +48,7 @@ def do_run_migrations(connection: Connection) -> None:
     _configure(connection)
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
-            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _PG_LOCK_ID})
+            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
         context.run_migrations()
 
 

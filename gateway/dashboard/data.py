@@ -12,12 +12,9 @@ from gateway.service import Gateway
 _HISTORY_POINTS = 360
 
 
-def dashboard_data(gateway: Gateway, window_s: int) -> dict[str, Any]:
+def dashboard_data(gateway: Gateway, snap: dict[str, Any]) -> dict[str, Any]:
+    """The series' snapshot (computed off the loop) joined with live state (read on it)."""
     telemetry = gateway.telemetry
-    series = telemetry.series
-    if series is None:
-        raise RuntimeError("the dashboard is off (telemetry.dashboard: false)")
-    snap = series.snapshot(window_s)
     empty = _empty_panel(snap["fleet"])
     backends = []
     for row in gateway.state.describe():
@@ -53,6 +50,7 @@ def dashboard_data(gateway: Gateway, window_s: int) -> dict[str, Any]:
         },
         "store": telemetry.store_status(),
         "telemetry": {"dropped": telemetry.pipe.dropped},
+        "rejected": dict(telemetry.rejections),
         "fleet": snap["fleet"],
         "backends": backends,
     }

@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gateway.quality.config import QualityConfig
@@ -116,6 +116,35 @@ class QualityBook:
         if bad or pair.state != "healthy":
             self._judge(pair, now)
         # Good evidence cannot demote a healthy pair: its view catches up on refresh().
+
+    def evidence(self, backend: str, model: str) -> dict[str, tuple[float, float]]:
+        """Each signal's (bad, total) evidence weight as of now, for keeping across restarts."""
+        pair = self._pairs.get((backend, model))
+        if pair is None:
+            return {}
+        now, half_life = self._clock(), self.config.half_life_s
+        out = {}
+        for signal, rate in pair.signals.items():
+            factor = 0.5 ** (max(0.0, now - rate.at) / half_life)
+            out[signal] = (rate.bad * factor, rate.total * factor)
+        return out
+
+    def restore(
+        self, backend: str, model: str, evidence: Mapping[str, tuple[float, float]], age_s: float
+    ) -> bool:
+        """Start a pair from evidence saved `age_s` ago (decayed by that age) and judge it;
+        a pair that already has evidence of its own keeps it. True when restored."""
+        existing = self._pairs.get((backend, model))
+        if existing is not None and existing.signals:
+            return False
+        now = self._clock()
+        pair = self._pair(backend, model)
+        for signal, (bad, total) in evidence.items():
+            if total > 0 and 0 <= bad <= total:
+                rate = pair.signals[signal] = DecayedRate(bad=bad, total=total, at=now - age_s)
+                rate.decay_to(now, self.config.half_life_s)
+        self._judge(pair, now)
+        return True
 
     def refresh(self) -> None:
         """Re-judge every pair: ends back-offs, lets evidence decay, samples history."""

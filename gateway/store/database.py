@@ -2,61 +2,139 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Awaitable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+from urllib.parse import quote, quote_plus
 
+import orjson
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from gateway.telemetry.config import StoreConfig
+from gateway.telemetry.config import StoreConfig, normalize_database_url
 
 DATABASE_URL_ENV = "SWITCHYARD_DATABASE_URL"
 _MAX_ERROR_CHARS = 300
+_MASK = "***"
+
+T = TypeVar("T")
+
+
+class TimedOut(TimeoutError):
+    """The store's own deadline (`write_timeout_s`) passed, not a driver's timeout."""
 
 
 def resolve_url(config: StoreConfig) -> str | None:
-    """The store's URL: SWITCHYARD_DATABASE_URL, else `store.url`; None (store off) when empty."""
-    url = (os.environ.get(DATABASE_URL_ENV) or config.url or "").strip()
-    return url or None
+    """The store's URL: SWITCHYARD_DATABASE_URL, else `store.url`; None (store off) when empty.
+
+    The environment's URL gets the config's normalisation (`postgresql://` means asyncpg);
+    one naming another database raises gateway.config.ConfigError.
+    """
+    env = (os.environ.get(DATABASE_URL_ENV) or "").strip()
+    if env:
+        try:
+            return normalize_database_url(env)
+        except ValueError as exc:
+            from gateway.config import ConfigError  # gateway.config imports this package's config
+
+            raise ConfigError("environment", [f"{DATABASE_URL_ENV}: {exc}"]) from None
+    return (config.url or "").strip() or None
+
+
+def _is_secret(parameter: str) -> bool:
+    name = parameter.lower()
+    return name == "sslkey" or "password" in name or "secret" in name
 
 
 def redact_url(url: str | URL) -> str:
-    """The URL with its password replaced by ***, safe for logs and status pages."""
+    """The URL with its password, and query parameters naming a password, secret or
+    sslkey, replaced by ***: safe for logs and status pages."""
     try:
-        return make_url(url).render_as_string(hide_password=True)
+        parsed = make_url(url)
+        query = {k: _MASK if _is_secret(k) else v for k, v in parsed.query.items()}
+        shown = parsed.set(query=query).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):  # the raw text may still hold a password
         return "<unparseable database URL>"
+    return shown.replace(f"={quote_plus(_MASK)}", f"={_MASK}")
+
+
+def _secrets(url: str) -> list[str]:
+    """The URL's password and secret query values, as given and as they appear encoded."""
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return []
+    values = [str(parsed.password)] if parsed.password else []
+    for name, value in parsed.query.items():
+        if _is_secret(name):
+            values += [value] if isinstance(value, str) else list(value)
+    found = {form for v in values if v for form in (v, quote(v, safe=""), quote_plus(v))}
+    # Longest first: a secret that contains another must not be masked only in part.
+    return sorted(found, key=len, reverse=True)
 
 
 def describe_error(exc: BaseException, url: str) -> str:
-    """A database error's first line, without SQL, parameters or the URL's password."""
+    """A database error's first line, without SQL, parameters or the URL's secrets."""
     cause = exc.orig if isinstance(exc, StatementError) and exc.orig is not None else exc
     lines = str(cause).strip().splitlines()
-    text = f"{type(cause).__name__}: {lines[0] if lines else ''}"
-    with suppress(ArgumentError, ValueError):
-        password = make_url(url).password
-        if password:
-            text = text.replace(str(password), "***")
+    text = f"{type(cause).__name__}: {lines[0]}" if lines else type(cause).__name__
+    for secret in _secrets(url):
+        text = text.replace(secret, _MASK)
     return text[:_MAX_ERROR_CHARS]
 
 
-def make_engine(url: str, connect_timeout_s: float) -> AsyncEngine:
+async def within(timeout_s: float, work: Awaitable[T]) -> T:
+    """`await work`, cancelled after `timeout_s`: then TimedOut ("timed out after N s").
+
+    A driver's own timeout inside (connecting, asyncpg's command_timeout) stays a plain
+    TimeoutError.
+    """
+    deadline = asyncio.timeout(timeout_s)
+    try:
+        async with deadline:
+            return await work
+    except TimeoutError:
+        if deadline.expired():
+            raise TimedOut(f"timed out after {timeout_s:g} s") from None
+        raise
+
+
+def _json_dumps(value: Any) -> str:
+    # About ten times json.dumps's speed: bind processing runs on the event loop.
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def make_engine(
+    url: str, connect_timeout_s: float, *, command_timeout_s: float | None = None
+) -> AsyncEngine:
     """An async engine whose connection attempts give up after `connect_timeout_s`.
 
+    With `command_timeout_s`, PostgreSQL statements are cancelled after that long, and
+    SQLite waits that long (not `connect_timeout_s`) for a locked file.
     Statement parameters are kept out of error messages: they can hold prompt text.
+    JSON columns are (de)serialised with orjson.
     """
     parsed = make_url(url)
     connect_args: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         _create_parent_dir(parsed)
-        connect_args["timeout"] = connect_timeout_s  # how long to wait for a locked file
+        # How long to wait for a locked file.
+        connect_args["timeout"] = command_timeout_s or connect_timeout_s
     elif parsed.get_driver_name() == "asyncpg":
         connect_args["timeout"] = connect_timeout_s
+        if command_timeout_s is not None:
+            connect_args["command_timeout"] = command_timeout_s
     return create_async_engine(
-        parsed, pool_pre_ping=True, hide_parameters=True, connect_args=connect_args
+        parsed,
+        pool_pre_ping=True,
+        hide_parameters=True,
+        connect_args=connect_args,
+        json_serializer=_json_dumps,
+        json_deserializer=orjson.loads,
     )
 
 

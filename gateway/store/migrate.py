@@ -17,10 +17,14 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.database import make_engine
+from gateway.store.database import make_engine, within
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
+# Migrations hold this PostgreSQL advisory lock (any constant works): gateways that start
+# together take turns instead of racing to create the tables.
+MIGRATION_LOCK_ID = 0x5377_7944_6200
 
 _Step = Callable[[Config, str], None]  # command.upgrade or command.downgrade
 
@@ -42,17 +46,29 @@ def alembic_config(url: str | None = None) -> Config:
 
 
 async def upgrade(
-    url: str, revision: str = "head", *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    url: str,
+    revision: str = "head",
+    *,
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    timeout_s: float | None = None,
 ) -> None:
-    """Migrate the database at `url` up to `revision`."""
-    await _run(url, connect_timeout_s, command.upgrade, revision)
+    """Migrate the database at `url` up to `revision`.
+
+    With `timeout_s`, the migration gives up (rolled back, `database.TimedOut`) when it
+    takes longer than that once connected; without, it may take as long as it needs.
+    """
+    await _run(url, connect_timeout_s, timeout_s, command.upgrade, revision)
 
 
 async def downgrade(
-    url: str, revision: str, *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S
+    url: str,
+    revision: str,
+    *,
+    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    timeout_s: float | None = None,
 ) -> None:
     """Migrate the database at `url` down to `revision` ("base": no tables left)."""
-    await _run(url, connect_timeout_s, command.downgrade, revision)
+    await _run(url, connect_timeout_s, timeout_s, command.downgrade, revision)
 
 
 async def current(url: str, *, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> str | None:
@@ -74,14 +90,24 @@ def _current_revision(conn: Connection) -> str | None:
     return MigrationContext.configure(conn).get_current_revision()
 
 
-async def _run(url: str, connect_timeout_s: float, step: _Step, revision: str) -> None:
-    engine = make_engine(url, connect_timeout_s)
+async def _run(
+    url: str, connect_timeout_s: float, timeout_s: float | None, step: _Step, revision: str
+) -> None:
+    # The driver's statement timeout backs our deadline up; equal, they would race.
+    backstop = 2 * timeout_s if timeout_s is not None else None
+    engine = make_engine(url, connect_timeout_s, command_timeout_s=backstop)
     lock = _locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
     try:
-        async with lock, engine.begin() as conn:
-            await conn.run_sync(_run_alembic, url, step, revision)
+        async with lock, engine.connect() as conn:  # connecting: bounded by connect_timeout_s
+            migration = _migrate(conn, url, step, revision)
+            await (migration if timeout_s is None else within(timeout_s, migration))
     finally:
         await engine.dispose()
+
+
+async def _migrate(conn: AsyncConnection, url: str, step: _Step, revision: str) -> None:
+    async with conn.begin():
+        await conn.run_sync(_run_alembic, url, step, revision)
 
 
 def _run_alembic(conn: Connection, url: str, step: _Step, revision: str) -> None:

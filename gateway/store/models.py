@@ -71,10 +71,19 @@ class RequestRecord(_Row, Base):
     overhead_ms: Mapped[float] = mapped_column(Float)
     decision_us: Mapped[float] = mapped_column(Float)
     cost_usd: Mapped[float] = mapped_column(Float)
-    prompt: Mapped[Any | None] = mapped_column(JSON)  # only with store.store_prompts
+    # Only with store.store_prompts: the messages as JSON text the gateway serialised (and
+    # cut to max_prompt_bytes) itself, so a queued row's size is known.
+    prompt: Mapped[str | None] = mapped_column(Text)
 
 
-class QualityEvent(_Row, Base):
+class _FromReplica:
+    """Which gateway process wrote the row ("hostname:pid"): with several workers or
+    replicas, each writes its own quality rows. Rows written without one hold ''."""
+
+    replica: Mapped[str] = mapped_column(String(64), server_default="", sort_order=1)
+
+
+class QualityEvent(_FromReplica, _Row, Base):
     """A backend's quality state changed (for example healthy → degraded)."""
 
     __tablename__ = "quality_events"
@@ -88,7 +97,7 @@ class QualityEvent(_Row, Base):
     sla: Mapped[float] = mapped_column(Float)
 
 
-class QualityScore(_Row, Base):
+class QualityScore(_FromReplica, _Row, Base):
     """A periodic snapshot of one backend's quality score and the signals behind it."""
 
     __tablename__ = "quality_scores"
@@ -101,7 +110,7 @@ class QualityScore(_Row, Base):
     signals: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
 
 
-class ProbeResult(_Row, Base):
+class ProbeResult(_FromReplica, _Row, Base):
     """One active quality probe's outcome; `ok` is None when it was inconclusive."""
 
     __tablename__ = "probe_results"

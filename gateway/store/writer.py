@@ -18,11 +18,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from alembic.util import CommandError
-from sqlalchemy import String
+from sqlalchemy import DefaultClause, String, Table, select
 from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.store import migrate
-from gateway.store.database import describe_error, make_engine, redact_url
+from gateway.store.database import TimedOut, describe_error, make_engine, redact_url, within
 from gateway.store.models import TABLES, TableName
 from gateway.telemetry.config import StoreConfig
 
@@ -35,6 +35,10 @@ RowCounter = Callable[[str, int], None]
 # wrapped in SQLAlchemyError, except refused or failed connections (OSError) and timeouts.
 _DB_ERRORS = (SQLAlchemyError, OSError, TimeoutError)
 _MIGRATION_ERRORS = (*_DB_ERRORS, CommandError)
+
+# Retention deletes at most this many rows of one table per transaction, and lets writes
+# in between: one long DELETE would hold the write lock (and SQLite's file lock) throughout.
+RETENTION_CHUNK_ROWS = 5_000
 
 
 def _ignore(table: str, rows: int) -> None:
@@ -62,7 +66,11 @@ class StoreWriter:
         self._config = config
         self._url = url
         self._shown_url = redact_url(url)
-        self._engine = make_engine(url, config.connect_timeout_s)
+        # The driver's own statement timeout is a backstop behind our deadline (twice as
+        # long): with both equal, which fires first, and so the error reported, is a race.
+        self._engine = make_engine(
+            url, config.connect_timeout_s, command_timeout_s=2 * config.write_timeout_s
+        )
         self._on_written = on_written or _ignore
         self._on_dropped = on_dropped or _ignore
         self._clock = clock
@@ -144,26 +152,49 @@ class StoreWriter:
             return 0
         before = self._written
         batches = -(-len(self._queue) // self._config.batch_size)
-        for _ in range(batches):
+        for batch in range(batches):
+            if batch:
+                await asyncio.sleep(0)  # the loop's other tasks run between two batches
             if not await self._write_next():
                 break
         return self._written - before
 
     async def delete_expired(self) -> int:
-        """Delete rows older than `retention_days` from every table; returns how many."""
+        """Delete rows older than `retention_days` from every table; returns how many.
+
+        One table and at most RETENTION_CHUNK_ROWS rows per transaction, so writes go on
+        in between. A failure stops the clean-up (the next one goes on from there).
+        """
         cutoff = datetime.fromtimestamp(
             self._clock() - self._config.retention_days * 86_400, tz=UTC
         )
         deleted = 0
         try:
-            async with self._write_lock, self._engine.begin() as conn:
-                for table in TABLES.values():
-                    result = await conn.execute(table.delete().where(table.c.created_at < cutoff))
-                    deleted += result.rowcount
+            for table in TABLES.values():
+                while True:
+                    async with self._write_lock:
+                        chunk = await within(
+                            self._config.write_timeout_s, self._delete_chunk(table, cutoff)
+                        )
+                    deleted += chunk
+                    if chunk < RETENTION_CHUNK_ROWS:
+                        break
+                    await asyncio.sleep(0)
         except _DB_ERRORS as exc:
-            log.warning("record store: clean-up failed: %s", describe_error(exc, self._url))
-            return 0
+            error = str(exc) if isinstance(exc, TimedOut) else describe_error(exc, self._url)
+            log.warning("record store: clean-up stopped after deleting %d rows: %s", deleted, error)
         return deleted
+
+    async def _delete_chunk(self, table: Table, cutoff: datetime) -> int:
+        oldest = (
+            select(table.c.id)
+            .where(table.c.created_at < cutoff)
+            .order_by(table.c.id)
+            .limit(RETENTION_CHUNK_ROWS)
+        )
+        async with self._engine.begin() as conn:
+            result = await conn.execute(table.delete().where(table.c.id.in_(oldest)))
+        return result.rowcount
 
     def status(self) -> dict[str, Any]:
         """What the dashboard and /health show; the URL without its password."""
@@ -183,6 +214,8 @@ class StoreWriter:
                 await self._pause(self._config.retry_after_s)
             elif len(self._queue) < self._config.batch_size:
                 await self._pause(self._config.flush_interval_s)
+            else:
+                await asyncio.sleep(0)  # the loop's other tasks run between two batches
 
     async def _retention_loop(self) -> None:
         await self._first_attempt.wait()
@@ -206,7 +239,11 @@ class StoreWriter:
         if self._schema_ready:
             return True
         try:
-            await migrate.upgrade(self._url, connect_timeout_s=self._config.connect_timeout_s)
+            await migrate.upgrade(
+                self._url,
+                connect_timeout_s=self._config.connect_timeout_s,
+                timeout_s=self._config.write_timeout_s,
+            )
         except _MIGRATION_ERRORS as exc:
             self._failed("migration", exc)
         else:
@@ -224,9 +261,7 @@ class StoreWriter:
                 return True
             groups = _group(batch)
             try:
-                async with self._engine.begin() as conn:
-                    for table, rows in groups.items():
-                        await conn.execute(TABLES[table].insert(), rows)
+                await within(self._config.write_timeout_s, self._insert(groups))
             except asyncio.CancelledError:
                 self._drop(batch)
                 raise
@@ -239,6 +274,11 @@ class StoreWriter:
             self._on_written(table, len(rows))
         self._succeeded("writing")
         return True
+
+    async def _insert(self, groups: dict[str, list[Row]]) -> None:
+        async with self._engine.begin() as conn:
+            for table, rows in groups.items():
+                await conn.execute(TABLES[table].insert(), rows)
 
     def _take(self, limit: int) -> list[tuple[str, Row]]:
         with self._lock:
@@ -253,7 +293,10 @@ class StoreWriter:
             self._on_dropped(table, len(rows))
 
     def _failed(self, action: str, exc: BaseException) -> None:
-        error = f"{action}: {describe_error(exc, self._url)}"
+        if isinstance(exc, TimedOut):
+            error = f"{action} {exc}"  # "write timed out after 10 s"
+        else:
+            error = f"{action}: {describe_error(exc, self._url)}"
         # One warning per outage; repeats every retry_after_s would flood the log.
         level = logging.WARNING if self._up or self._last_error is None else logging.DEBUG
         log.log(level, "record store %s: %s failed: %s", self._shown_url, action, error)
@@ -274,7 +317,10 @@ def _report_crash(task: asyncio.Task[None]) -> None:
 
 
 def _group(batch: list[tuple[str, Row]]) -> dict[str, list[Row]]:
-    """Rows by table, each table's rows with the same keys (one executemany needs that)."""
+    """Rows by table, each table's rows with the same keys (one executemany needs that).
+
+    A key some rows lack gets the column's server default there (`replica`: ''), else None.
+    """
     groups: dict[str, list[Row]] = {}
     for table, row in batch:
         groups.setdefault(table, []).append(_fit(row, _LENGTHS[table]))
@@ -282,7 +328,10 @@ def _group(batch: list[tuple[str, Row]]) -> dict[str, list[Row]]:
         keys = set(rows[0])
         if any(set(row) != keys for row in rows):
             keys = set().union(*rows)
-            groups[table] = [{key: row.get(key) for key in keys} for row in rows]
+            missing = _DEFAULTS[table]
+            groups[table] = [
+                {key: row[key] if key in row else missing.get(key) for key in keys} for row in rows
+            ]
     return groups
 
 
@@ -303,6 +352,16 @@ _LENGTHS: dict[str, dict[str, int]] = {
         column.name: column.type.length
         for column in table.columns
         if isinstance(column.type, String) and column.type.length
+    }
+    for name, table in TABLES.items()
+}
+
+_DEFAULTS: dict[str, dict[str, str]] = {
+    name: {
+        column.name: column.server_default.arg
+        for column in table.columns
+        if isinstance(column.server_default, DefaultClause)
+        and isinstance(column.server_default.arg, str)
     }
     for name, table in TABLES.items()
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -22,6 +23,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
+    multiprocess,
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
@@ -55,6 +57,7 @@ METRIC_NAMES: tuple[str, ...] = (
     "switchyard_backend_healthy",
     "switchyard_quality_score",
     "switchyard_quality_ejected",
+    "switchyard_rejected_requests_total",
     "switchyard_telemetry_dropped_total",
     "switchyard_store_rows_written_total",
     "switchyard_store_up",
@@ -209,6 +212,12 @@ class GatewayMetrics:
             registry=r,
             multiprocess_mode="livemax",
         )
+        self.rejected = Counter(
+            "switchyard_rejected_requests",
+            "Requests refused before routing (bad key, body, JSON or model), by error code.",
+            ("code",),
+            registry=r,
+        )
         self.dropped = Counter(
             "switchyard_telemetry_dropped",
             "Records dropped because a bounded queue was full or the store was down.",
@@ -294,8 +303,29 @@ class GatewayMetrics:
             self.quality_ejected.labels(backend, model).set(1.0 if ejected else 0.0)
 
     def render(self) -> tuple[bytes, str]:
+        """The exposition text (slow with many series: call it off the event loop)."""
         if self.multiprocess:
+            forget_dead_workers(os.environ[MULTIPROC_ENV])
             registry = CollectorRegistry()
             MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
             return generate_latest(registry), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
+
+
+def forget_dead_workers(directory: str) -> None:
+    """Drop the live gauges of workers that died without a clean shutdown (killed, or
+    restarted by uvicorn): their in-flight and health values must stop counting."""
+    for path in Path(directory).glob("gauge_live*_*.db"):
+        pid_text = path.stem.rsplit("_", 1)[-1]
+        if pid_text.isdigit() and not _alive(int(pid_text)):
+            multiprocess.mark_process_dead(int(pid_text), directory)  # type: ignore[no-untyped-call]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process reuses the pid; keep its files to be safe
+    return True

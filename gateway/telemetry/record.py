@@ -16,6 +16,8 @@ from gateway.feedback import Usage
 from gateway.telemetry.config import PricingConfig
 from policies.base import CandidateReport, Decision
 
+_CLIENT_GONE = frozenset({"client_disconnected", "cancelled"})
+
 
 @dataclass(slots=True)
 class RequestRecord:
@@ -57,6 +59,11 @@ class RequestRecord:
             return self.backend
         attempts = self.decision.attempts
         return attempts[-1].backend if attempts else None
+
+    @property
+    def abandoned(self) -> bool:
+        """The client went away before the answer ended."""
+        return self.status == 499 or self.error in _CLIENT_GONE
 
     @property
     def status_class(self) -> str:

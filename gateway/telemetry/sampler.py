@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +34,7 @@ class Sampler:
         snapshot_every_s: float = 60.0,
         pipe: TelemetryPipe | None = None,
         store_up: Callable[[], bool] | None = None,
+        rejections: Mapping[str, int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -44,12 +47,16 @@ class Sampler:
         self._pipe = pipe
         self._pipe_dropped = 0
         self._store_up = store_up
+        self._rejections = rejections if rejections is not None else {}
+        self._rejections_seen: dict[str, int] = {}
         self._clock = clock
         self._wall = wall
         self._ejections: dict[str, int] = {}
         self._changes_seen = book.change_count if book is not None else 0
         self._probes_seen = prober.kept if prober is not None else 0
         self._snapshot_at = clock()
+        # Workers and replicas each keep their own quality book; their rows say whose.
+        self._replica = f"{socket.gethostname()}:{os.getpid()}"[:64]
 
     async def run(self, interval_s: float = 1.0) -> None:
         while True:
@@ -92,6 +99,11 @@ class Sampler:
             self._pipe_dropped = self._pipe.dropped
         if self._store_up is not None:
             self._metrics.store_up.set(1.0 if self._store_up() else 0.0)
+        for code, count in list(self._rejections.items()):
+            new = count - self._rejections_seen.get(code, 0)
+            if new > 0:
+                self._metrics.rejected.labels(code).inc(new)
+                self._rejections_seen[code] = count
 
     def _quality_changes(self, book: QualityBook) -> None:
         new = min(book.change_count - self._changes_seen, len(book.changes))
@@ -110,6 +122,7 @@ class Sampler:
                         "backend": change.backend,
                         "model": change.model,
                         "from_state": change.before,
+                        "replica": self._replica,
                         "to_state": change.after,
                         "reason": view.reason,
                         "fidelity": view.fidelity,
@@ -130,8 +143,16 @@ class Sampler:
         self._snapshot_at = now
         at = self._at(now)
         for backend, model, view in views:
+            evidence = book.evidence(backend, model)
             signals = [
-                {"signal": s.signal, "score": s.score, "rate": s.rate, "total": s.total}
+                {
+                    "signal": s.signal,
+                    "score": s.score,
+                    "rate": s.rate,
+                    "total": s.total,
+                    # The half-life's evidence weights: what a restarted gateway starts from.
+                    "evidence": list(evidence.get(s.signal, (0.0, 0.0))),
+                }
                 for s in book.scores(backend, model)
             ]
             row: dict[str, Any] = {
@@ -139,6 +160,7 @@ class Sampler:
                 "backend": backend,
                 "model": model,
                 "state": view.state,
+                "replica": self._replica,
                 "fidelity": view.fidelity,
                 "sla": view.sla,
                 "signals": signals,
@@ -158,6 +180,7 @@ class Sampler:
                     "backend": result.backend,
                     "model": result.model,
                     "kind": result.kind,
+                    "replica": self._replica,
                     "ok": result.ok,
                     "detail": result.detail,
                     "tokens": result.tokens,

@@ -18,6 +18,7 @@ from gateway.telemetry.histogram import Histogram, quantiles_ms
 from gateway.telemetry.record import RequestRecord
 
 _QS = (0.5, 0.9, 0.99)
+_REUSE_S = 1.0
 _OTHER = "other"
 
 
@@ -26,6 +27,8 @@ class Bucket:
     start: int
     requests: int = 0
     ok: int = 0
+    abandoned: int = 0
+    """The client left before the answer ended: neither a success nor the backend's fault."""
     retries: int = 0
     status: dict[str, int] = field(default_factory=dict)
     codes: dict[str, int] = field(default_factory=dict)
@@ -34,9 +37,12 @@ class Bucket:
     hit_base_tokens: int = 0
     """Prompt tokens of the requests whose backend reported cached tokens."""
     predicted_cached_tokens: int = 0
+    served_prompt_tokens: int = 0
     completion_tokens: int = 0
     spend_usd: float = 0.0
     policies: dict[str, int] = field(default_factory=dict)
+    memo: dict[str, tuple[int, list[float | None]]] = field(default_factory=dict)
+    """Per-bucket quantiles, keyed by name, valid while `requests` has not moved."""
     ttft: Histogram = field(default_factory=Histogram)
     tpot: Histogram = field(default_factory=Histogram)
     e2e: Histogram = field(default_factory=Histogram)
@@ -51,12 +57,16 @@ class Panel:
         self._bucket_s = bucket_s
         self.examples: dict[str, str] = {}
 
-    def bucket(self, at: float) -> Bucket:
+    def bucket(self, at: float) -> Bucket | None:
+        """The bucket for a request that arrived at `at`; None when it is older than the
+        ring (a long stream finishing): it must not wipe the newer bucket in its slot."""
         start = int(at // self._bucket_s) * self._bucket_s
         slot = (start // self._bucket_s) % len(self._ring)
         current = self._ring[slot]
-        if current is None or current.start != start:
+        if current is None or start > current.start:
             current = self._ring[slot] = Bucket(start)
+        elif start < current.start:
+            return None
         return current
 
     def buckets(self, starts: Iterable[int]) -> list[Bucket | None]:
@@ -86,6 +96,7 @@ class DashboardSeries:
         self._fleet = Panel(self._slots, config.bucket_s)
         self._backends: dict[str, Panel] = {}
         self._lock = threading.Lock()
+        self._cached: dict[int, tuple[float, dict[str, Any]]] = {}
 
     def consume(self, record: RequestRecord) -> None:
         deciding = record.deciding_policy(self._weights.get(record.route, {}))
@@ -93,16 +104,21 @@ class DashboardSeries:
         blamed = record.blamed_backend
         with self._lock:
             fleet = self._fleet.bucket(record.at)
+            if fleet is None:
+                return
             self._add(fleet, record, cost, deciding.name)
             fleet.retries += record.retries
             self._fleet.examples[deciding.name] = deciding.reason
             if blamed is not None:
                 panel = self._panel(blamed)
-                self._add(panel.bucket(record.at), record, cost, deciding.name)
+                bucket = panel.bucket(record.at)
+                if bucket is not None:
+                    self._add(bucket, record, cost, deciding.name)
                 panel.examples[deciding.name] = deciding.reason
             for attempt in record.decision.attempts[:-1]:
-                if attempt.outcome != "ok":  # counted where it failed
-                    self._panel(attempt.backend).bucket(record.at).retries += 1
+                failed_at = self._panel(attempt.backend).bucket(record.at)
+                if attempt.outcome != "ok" and failed_at is not None:  # counted where it failed
+                    failed_at.retries += 1
 
     def _panel(self, backend: str) -> Panel:
         panel = self._backends.get(backend)
@@ -114,6 +130,7 @@ class DashboardSeries:
         bucket.requests += 1
         ok = record.status < 400 and record.error is None
         bucket.ok += ok
+        bucket.abandoned += record.abandoned
         _bump(bucket.status, record.status_class, 1 << 30)
         if not ok:
             code = record.error or f"http_{record.status}"
@@ -124,7 +141,9 @@ class DashboardSeries:
         if record.usage is not None and record.usage.cached_tokens is not None:
             bucket.cached_tokens += cached
             bucket.hit_base_tokens += prompt
-        bucket.predicted_cached_tokens += record.predicted_cached_tokens
+        if record.backend is not None:
+            bucket.served_prompt_tokens += prompt
+            bucket.predicted_cached_tokens += record.predicted_cached_tokens
         bucket.spend_usd += cost
         _bump(bucket.policies, policy, 1 << 30)
         bucket.e2e.add(record.e2e_s)
@@ -136,10 +155,24 @@ class DashboardSeries:
             bucket.tpot.add(tpot)
 
     def snapshot(self, window_s: int) -> dict[str, Any]:
-        """The fleet's and every backend's summary, series and top reasons over the window."""
+        """The fleet's and every backend's summary, series and top reasons over the window.
+
+        Costs milliseconds (quantiles over every bucket): call it off the event loop. Every
+        open dashboard polls, so an answer is reused for a second.
+        """
         bucket_s = self.config.bucket_s
         window_s = max(2 * bucket_s, min(window_s, self.config.window_s))
-        last = int(self._clock() // bucket_s) * bucket_s
+        now = self._clock()
+        cached = self._cached.get(window_s)
+        if cached is not None and now - cached[0] < _REUSE_S:
+            return cached[1]
+        answer = self._snapshot(window_s, now)
+        self._cached = {**self._cached, window_s: (now, answer)}
+        return answer
+
+    def _snapshot(self, window_s: int, now: float) -> dict[str, Any]:
+        bucket_s = self.config.bucket_s
+        last = int(now // bucket_s) * bucket_s
         starts = list(range(last - window_s + bucket_s, last + bucket_s, bucket_s))
         with self._lock:
             fleet = _panel_view(self._fleet, starts, window_s)
@@ -185,7 +218,10 @@ def _summary(buckets: list[Bucket], window_s: int) -> dict[str, Any]:
     return {
         "requests": requests,
         "rps": round(requests / window_s, 4),
-        "success_rate": _ratio(sum(b.ok for b in buckets), requests),
+        "success_rate": _ratio(
+            sum(b.ok for b in buckets), requests - sum(b.abandoned for b in buckets)
+        ),
+        "abandoned": sum(b.abandoned for b in buckets),
         "status": status,
         "errors": dict(sorted(codes.items(), key=lambda kv: -kv[1])),
         "ttft_ms": _quantiles(b.ttft for b in buckets),
@@ -200,7 +236,8 @@ def _summary(buckets: list[Bucket], window_s: int) -> dict[str, Any]:
             sum(b.cached_tokens for b in buckets), sum(b.hit_base_tokens for b in buckets)
         ),
         "predicted_cache_hit_ratio": _ratio(
-            sum(b.predicted_cached_tokens for b in buckets), prompt
+            sum(b.predicted_cached_tokens for b in buckets),
+            sum(b.served_prompt_tokens for b in buckets),
         ),
         "spend_usd": round(sum(b.spend_usd for b in buckets), 6),
         "retries": sum(b.retries for b in buckets),
@@ -217,25 +254,34 @@ def _series(starts: list[int], held: list[Bucket | None]) -> dict[str, list[Any]
     out: dict[str, list[Any]] = {"t": starts}
     columns: dict[str, Callable[[Bucket], Any]] = {
         "requests": lambda b: b.requests,
-        "errors": lambda b: b.requests - b.ok,
-        "success_rate": lambda b: _ratio(b.ok, b.requests),
+        "errors": lambda b: b.requests - b.ok - b.abandoned,
+        "success_rate": lambda b: _ratio(b.ok, b.requests - b.abandoned),
         "cache_hit_ratio": lambda b: _ratio(b.cached_tokens, b.hit_base_tokens),
-        "predicted_cache_hit_ratio": lambda b: _ratio(b.predicted_cached_tokens, b.prompt_tokens),
+        "predicted_cache_hit_ratio": lambda b: _ratio(
+            b.predicted_cached_tokens, b.served_prompt_tokens
+        ),
         "spend_usd": lambda b: round(b.spend_usd, 6),
     }
     empty = {"requests": 0, "errors": 0, "spend_usd": 0.0}
     for name, column in columns.items():
         out[name] = [column(b) if b is not None else empty.get(name) for b in held]
     for name in ("ttft", "tpot", "overhead"):
-        rows = [
-            quantiles_ms([getattr(b, name)], _QS) if b is not None else [None, None, None]
-            for b in held
-        ]
+        rows = [_bucket_quantiles(b, name) if b is not None else [None, None, None] for b in held]
         wanted = {"ttft": (0, 1, 2), "tpot": (0, 1, 2), "overhead": (0, 2)}[name]
         for i in wanted:
             label = ("p50", "p90", "p99")[i]
             out[f"{name}_{label}_ms"] = [row[i] for row in rows]
     return out
+
+
+def _bucket_quantiles(bucket: Bucket, name: str) -> list[float | None]:
+    """A closed bucket rarely changes: its quantiles are computed once, not per poll."""
+    held = bucket.memo.get(name)
+    if held is not None and held[0] == bucket.requests:
+        return held[1]
+    values = quantiles_ms([getattr(bucket, name)], _QS)
+    bucket.memo[name] = (bucket.requests, values)
+    return values
 
 
 def _reasons(buckets: list[Bucket], examples: Mapping[str, str]) -> list[dict[str, Any]]:

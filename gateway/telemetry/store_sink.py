@@ -75,16 +75,17 @@ class StoreSink:
             "prompt": self._prompt(record) if self._keep_prompts else None,
         }
 
-    def _prompt(self, record: RequestRecord) -> Any:
+    def _prompt(self, record: RequestRecord) -> str | None:
+        """JSON text, serialised here (not on the loop), so a queued row's size is bounded
+        by max_prompt_bytes; a longer prompt is kept as its first bytes, marked cut."""
         body = record.body
         if body is None:
             return None
-        kept = {k: body[k] for k in _PROMPT_FIELDS if k in body}
-        raw = orjson.dumps(kept)
+        raw = orjson.dumps({k: body[k] for k in _PROMPT_FIELDS if k in body})
         if len(raw) <= self._max_prompt_bytes:
-            return kept
+            return raw.decode()
         cut = raw[: self._max_prompt_bytes].decode("utf-8", errors="ignore")
-        return {"truncated": True, "bytes": len(raw), "text": cut}
+        return orjson.dumps({"truncated": True, "bytes": len(raw), "text": cut}).decode()
 
 
 def _reasons(record: RequestRecord) -> dict[str, str]:

@@ -9,11 +9,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from gateway.config import Config
 from gateway.quality.book import QualityBook
 from gateway.quality.prober import Prober
 from gateway.state import FleetState
 from gateway.store.database import resolve_url
+from gateway.store.reads import latest_quality
 from gateway.store.writer import StoreWriter
 from gateway.telemetry.access_log import AccessLog
 from gateway.telemetry.metrics import GatewayMetrics
@@ -32,7 +35,14 @@ class Telemetry:
     metrics: GatewayMetrics | None = None
     series: DashboardSeries | None = None
     store: StoreWriter | None = None
+    store_url: str | None = None
+    rejections: dict[str, int] = field(default_factory=dict)
+    """Requests refused before routing (bad key, body, JSON, model), by error code. Codes
+    are the gateway's own, a small fixed set. Written on the event loop only."""
     _sampler: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def rejected(self, code: str) -> None:
+        self.rejections[code] = self.rejections.get(code, 0) + 1
 
     def store_status(self) -> dict[str, Any]:
         return self.store.status() if self.store is not None else {"enabled": False}
@@ -54,6 +64,7 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
         pipe.add_sink(telemetry.series)
     url = resolve_url(config.store)
     if url is not None:
+        telemetry.store_url = url
         metrics = telemetry.metrics
         telemetry.store = StoreWriter(
             config.store,
@@ -99,6 +110,8 @@ async def start_telemetry(
 ) -> None:
     if telemetry.store is not None:
         await telemetry.store.start()
+        if book is not None and telemetry.store_url is not None:
+            await _restore_quality(book, telemetry.store_url, config)
     telemetry.pipe.start()
     sampler = Sampler(
         state,
@@ -108,9 +121,33 @@ async def start_telemetry(
         store=telemetry.store,
         snapshot_every_s=config.store.quality_snapshot_s,
         pipe=telemetry.pipe,
+        rejections=telemetry.rejections,
         store_up=_store_up(telemetry.store) if telemetry.store is not None else None,
     )
     telemetry._sampler = asyncio.create_task(sampler.run(), name="telemetry-sampler")
+
+
+async def _restore_quality(book: QualityBook, url: str, config: Config) -> None:
+    """Start from the scores the last run saved, so a restart does not forget a bad
+    backend; evidence older than four half-lives has faded to nothing anyway."""
+    backends = {b.name for b in config.backends}
+    try:
+        saved = await latest_quality(
+            url,
+            max_age_s=4 * config.quality.half_life_s,
+            max_rows=10 * config.quality.max_pairs,
+            timeout_s=config.store.connect_timeout_s,
+        )
+    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+        logger.warning("quality scores not restored from the store: %s", type(exc).__name__)
+        return
+    restored = [
+        s
+        for s in saved
+        if s.backend in backends and book.restore(s.backend, s.model, s.evidence, s.age_s)
+    ]
+    if restored:
+        logger.info("restored quality evidence of %d backend x model pairs", len(restored))
 
 
 def _store_up(store: StoreWriter) -> Callable[[], bool]:

@@ -36,6 +36,11 @@ def _backend_model() -> list[sa.Column[Any]]:
     ]
 
 
+def _replica() -> sa.Column[Any]:
+    # The gateway process that wrote the row ("hostname:pid"); '' when it gave none.
+    return sa.Column("replica", sa.String(64), nullable=False, server_default="")
+
+
 def _create_requests() -> None:
     op.create_table(
         "requests",
@@ -64,7 +69,7 @@ def _create_requests() -> None:
         sa.Column("overhead_ms", sa.Float(), nullable=False),
         sa.Column("decision_us", sa.Float(), nullable=False),
         sa.Column("cost_usd", sa.Float(), nullable=False),
-        sa.Column("prompt", sa.JSON(), nullable=True),
+        sa.Column("prompt", sa.Text(), nullable=True),  # JSON text the gateway serialised
     )
     op.create_index("ix_requests_created_at", "requests", ["created_at"])
     op.create_index("ix_requests_backend_created_at", "requests", ["backend", "created_at"])
@@ -80,6 +85,7 @@ def _create_quality_tables() -> None:
         sa.Column("reason", sa.Text(), nullable=False),
         sa.Column("fidelity", sa.Float(), nullable=False),
         sa.Column("sla", sa.Float(), nullable=False),
+        _replica(),
     )
     op.create_index("ix_quality_events_created_at", "quality_events", ["created_at"])
     op.create_table(
@@ -90,6 +96,7 @@ def _create_quality_tables() -> None:
         sa.Column("fidelity", sa.Float(), nullable=False),
         sa.Column("sla", sa.Float(), nullable=False),
         sa.Column("signals", sa.JSON(), nullable=False),
+        _replica(),
     )
     op.create_index("ix_quality_scores_created_at", "quality_scores", ["created_at"])
 
@@ -104,6 +111,7 @@ def _create_probe_results() -> None:
         sa.Column("detail", sa.Text(), nullable=False),
         sa.Column("tokens", sa.Integer(), nullable=False),
         sa.Column("latency_ms", sa.Float(), nullable=False),
+        _replica(),
     )
     op.create_index("ix_probe_results_created_at", "probe_results", ["created_at"])
 

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from gateway.store import TABLES, TableName, make_engine
 
 Row = dict[str, Any]
+REPLICA = "gw-7f3c:4242"
 
 
 def request_row(created_at: datetime, **changes: Any) -> Row:
@@ -43,7 +44,7 @@ def request_row(created_at: datetime, **changes: Any) -> Row:
         "overhead_ms": 0.75,
         "decision_us": 210.0,
         "cost_usd": 0.001234,
-        "prompt": [{"role": "user", "content": "Grüß dich, 世界"}],
+        "prompt": '[{"role":"user","content":"Grüß dich, 世界"}]',  # JSON the gateway made
     }
     return row | changes
 
@@ -58,6 +59,7 @@ def quality_event_row(created_at: datetime) -> Row:
         "reason": "tool calls: 4 of 20 arguments failed the schema",
         "fidelity": 0.62,
         "sla": 0.97,
+        "replica": REPLICA,
     }
 
 
@@ -70,6 +72,7 @@ def quality_score_row(created_at: datetime) -> Row:
         "fidelity": 0.62,
         "sla": 0.97,
         "signals": [{"signal": "tool-args", "score": 0.8, "rate": 0.2, "total": 20}],
+        "replica": REPLICA,
     }
 
 
@@ -83,6 +86,7 @@ def probe_row(created_at: datetime) -> Row:
         "detail": "answer cut off",
         "tokens": 12,
         "latency_ms": 33.5,
+        "replica": REPLICA,
     }
 
 

@@ -69,3 +69,21 @@ def test_an_unreachable_database_fails_without_showing_the_password(
     assert main(["db", "upgrade"]) == 1
     err = capsys.readouterr().err
     assert "root:***@127.0.0.1:1/x" in err and "s3cret-pw" not in err
+
+
+def test_the_environment_url_is_normalised_like_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(DATABASE_URL_ENV, f"sqlite:///{tmp_path}/plain.db")
+    assert main(["db", "upgrade"]) == 0
+    assert capsys.readouterr().out == f"sqlite+aiosqlite:///{tmp_path}/plain.db: revision 0001\n"
+
+
+def test_an_environment_url_for_another_database_is_a_config_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(DATABASE_URL_ENV, "mysql://root:s3cret-pw@db/x")
+    assert main(["db", "current"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"config error in environment:\n  {DATABASE_URL_ENV}: expected ")
+    assert "s3cret-pw" not in err

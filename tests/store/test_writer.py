@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from gateway.store import TABLES
+import pytest
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from gateway.store import TABLES, make_engine, upgrade
+from gateway.store import writer as writer_module
 from tests.conftest import eventually
 from tests.store.conftest import MakeWriter, written
-from tests.store.rows import SAMPLES, probe_row, read_rows, request_row
+from tests.store.rows import (
+    REPLICA,
+    SAMPLES,
+    probe_row,
+    quality_event_row,
+    quality_score_row,
+    read_rows,
+    request_row,
+)
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, 123456, tzinfo=UTC)
 
@@ -65,6 +81,24 @@ async def test_rows_with_different_keys_share_a_batch(db_url: str, make_writer: 
     assert await writer.flush_now() == 2
     second = (await read_rows(db_url, "requests"))[1]
     assert second["backend"] is None and second["prompt"] is None and second["attempts"] == 2
+
+
+async def test_rows_without_a_replica_get_an_empty_one(
+    db_url: str, make_writer: MakeWriter
+) -> None:
+    def anonymous(row: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in row.items() if key != "replica"}
+
+    writer = make_writer(db_url)
+    await writer.start()
+    writer.put("probe_results", anonymous(probe_row(NOW)))  # in a batch with a replica's row
+    writer.put("probe_results", probe_row(NOW))
+    writer.put("quality_scores", anonymous(quality_score_row(NOW)))  # the column left out
+    writer.put("quality_events", quality_event_row(NOW) | {"replica": "h" * 80 + ":1"})
+    assert await writer.flush_now() == 4
+    assert [r["replica"] for r in await read_rows(db_url, "probe_results")] == ["", REPLICA]
+    assert [r["replica"] for r in await read_rows(db_url, "quality_scores")] == [""]
+    assert [r["replica"] for r in await read_rows(db_url, "quality_events")] == ["h" * 64]
 
 
 async def test_strings_too_long_for_their_column_are_cut(
@@ -132,3 +166,59 @@ async def test_put_from_other_threads(db_url: str, make_writer: MakeWriter) -> N
     await eventually(written(writer, 800), "800 rows written")
     tokens = sorted(row["tokens"] for row in await read_rows(db_url, "probe_results"))
     assert tokens == sorted(t * 1000 + i for t in range(4) for i in range(200))
+
+
+@pytest.fixture
+def statements() -> Iterator[list[tuple[str, str, int]]]:
+    """(verb, table, rows) of each INSERT and DELETE any engine runs during the test."""
+    seen: list[tuple[str, str, int]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        words = statement.split()
+        if words[0] in ("INSERT", "DELETE"):
+            seen.append((words[0], words[2], cursor.rowcount))
+
+    event.listen(Engine, "after_cursor_execute", record)
+    yield seen
+    event.remove(Engine, "after_cursor_execute", record)
+
+
+async def test_retention_deletes_in_chunks_and_lets_writes_in_between(
+    db_url: str, make_writer: MakeWriter, statements: list[tuple[str, str, int]]
+) -> None:
+    chunk = writer_module.RETENTION_CHUNK_ROWS
+    expired = 2 * chunk + 2_000
+    await upgrade(db_url)
+    engine = make_engine(db_url, connect_timeout_s=5)
+    try:
+        async with engine.begin() as conn:
+            old = probe_row(NOW - timedelta(days=30))
+            await conn.execute(TABLES["probe_results"].insert(), [old] * expired)
+            await conn.execute(TABLES["probe_results"].insert(), [probe_row(NOW)])
+            await conn.execute(
+                TABLES["quality_events"].insert(), [quality_event_row(old["created_at"])]
+            )
+    finally:
+        await engine.dispose()
+    writer = make_writer(db_url, migrate_on_start=False, retention_days=7, clock=NOW.timestamp)
+    flushes: list[asyncio.Task[int]] = []
+
+    def put_during_the_first_chunk(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.startswith("DELETE FROM probe_results") and not flushes:
+            writer.put("probe_results", probe_row(NOW) | {"tokens": 99})
+            flushes.append(asyncio.get_running_loop().create_task(writer.flush_now()))
+
+    statements.clear()
+    event.listen(Engine, "after_cursor_execute", put_during_the_first_chunk)
+    try:
+        assert await writer.delete_expired() == expired + 1
+    finally:
+        event.remove(Engine, "after_cursor_execute", put_during_the_first_chunk)
+    assert await flushes[0] == 1
+    probes = [(verb, rows) for verb, table, rows in statements if table == "probe_results"]
+    # The row put while the first chunk was deleted was written before the second one.
+    assert probes == [("DELETE", chunk), ("INSERT", 1), ("DELETE", chunk), ("DELETE", 2_000)]
+    assert ("DELETE", "quality_events", 1) in statements
+    kept = await read_rows(db_url, "probe_results")
+    assert [(row["created_at"], row["tokens"]) for row in kept] == [(NOW, 12), (NOW, 99)]
+    assert await read_rows(db_url, "quality_events") == []

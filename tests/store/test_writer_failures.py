@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncpg
 import pytest
+from sqlalchemy.engine import make_url
 
+from gateway.store.migrate import MIGRATION_LOCK_ID
 from tests.conftest import eventually
 from tests.store.conftest import MakeWriter, written
 from tests.store.rows import probe_row, read_rows, request_row
 
+HoldLock = Callable[[str], AbstractAsyncContextManager[None]]
+
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 DEAD_URLS = {
     "postgres-refused": "postgresql+asyncpg://root:s3cret-pw@127.0.0.1:1/x",
+    "postgres-refused-password-in-query": "postgresql+asyncpg://root@127.0.0.1:1/x?password=s3cret-pw",
     "sqlite-unwritable": "sqlite+aiosqlite:////proc/switchyard/store.db",
 }
 
@@ -36,6 +44,33 @@ async def silent_server() -> AsyncIterator[int]:
     for peer in peers:
         peer.close()
     await server.wait_closed()
+
+
+@asynccontextmanager
+async def _asyncpg(url: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(make_url(url).set(drivername="postgresql").render_as_string(False))
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@asynccontextmanager
+async def hold_write_lock(url: str) -> AsyncIterator[None]:
+    """Another session holds a lock no write gets past: PostgreSQL's on `requests`, SQLite's
+    on the whole file. Released at the end."""
+    if url.startswith("postgresql"):
+        async with _asyncpg(url) as conn, conn.transaction():
+            await conn.execute("LOCK TABLE requests IN ACCESS EXCLUSIVE MODE")
+            yield
+        return
+    conn = sqlite3.connect(str(make_url(url).database), isolation_level=None)
+    try:
+        conn.execute("BEGIN EXCLUSIVE")
+        yield
+        conn.execute("ROLLBACK")
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize("url", DEAD_URLS.values(), ids=DEAD_URLS.keys())
@@ -87,6 +122,91 @@ async def test_start_returns_after_the_connect_timeout_when_the_database_hangs(
     started = time.monotonic()
     await writer.stop(timeout_s=0.5)
     assert time.monotonic() - started < 1.5
+
+
+async def test_a_write_to_a_server_that_never_answers_times_out(
+    silent_server: int, make_writer: MakeWriter
+) -> None:
+    url = f"postgresql+asyncpg://root@127.0.0.1:{silent_server}/x"
+    writer = make_writer(url, migrate_on_start=False, connect_timeout_s=5, write_timeout_s=0.2)
+    writer.put("requests", request_row(NOW))
+    writer.put("probe_results", probe_row(NOW))
+    started = time.monotonic()
+    assert await writer.flush_now() == 0
+    assert time.monotonic() - started < 1.0  # not the 5 s connect timeout
+    status = writer.status()
+    assert (status["queued"], status["dropped"], status["up"]) == (0, 2, False)
+    assert status["last_error"] == "write timed out after 0.2 s"
+
+
+async def test_a_write_stuck_behind_a_lock_times_out_and_the_writer_recovers(
+    db_url: str, make_writer: MakeWriter, caplog: pytest.LogCaptureFixture
+) -> None:
+    dropped: list[tuple[str, int]] = []
+    writer = make_writer(
+        db_url,
+        write_timeout_s=0.2,
+        flush_interval_s=3600,  # only flush_now writes
+        on_dropped=lambda table, n: dropped.append((table, n)),
+    )
+    # Not started: its retention task would race the other's writes.
+    cleaner = make_writer(
+        db_url, write_timeout_s=0.2, retention_days=1, clock=(NOW + timedelta(days=2)).timestamp
+    )
+    await writer.start()
+    writer.put("requests", request_row(NOW, decision_id="before"))
+    assert await writer.flush_now() == 1
+    assert writer.status()["up"] is True
+
+    async with hold_write_lock(db_url):
+        writer.put("requests", request_row(NOW, decision_id="stuck"))
+        started = time.monotonic()
+        assert await writer.flush_now() == 0
+        assert time.monotonic() - started < 1.5
+        status = writer.status()
+        assert (status["up"], status["dropped"], status["written"]) == (False, 1, 1)
+        assert dropped == [("requests", 1)]
+        timed_out = "write timed out after 0.2 s"
+        if db_url.startswith("postgresql"):
+            assert status["last_error"] == timed_out
+        else:  # SQLite waits for a locked file as long as a write may take: either ends it
+            assert status["last_error"] in (
+                timed_out,
+                "write: OperationalError: database is locked",
+            )
+
+        started = time.monotonic()
+        assert await cleaner.delete_expired() == 0  # a retention chunk is bounded too
+        assert time.monotonic() - started < 1.5
+        assert "clean-up stopped after deleting 0 rows: " in caplog.text
+        if db_url.startswith("postgresql"):
+            assert "clean-up stopped after deleting 0 rows: timed out after 0.2 s" in caplog.text
+
+    writer.put("requests", request_row(NOW, decision_id="after"))
+    assert await writer.flush_now() == 1
+    assert writer.status()["up"] is True
+    assert [row["decision_id"] for row in await read_rows(db_url, "requests")] == [
+        "before",
+        "after",
+    ]
+    assert await cleaner.delete_expired() == 2
+
+
+async def test_a_migration_stuck_behind_another_times_out_and_is_retried(
+    postgres_url: str, make_writer: MakeWriter
+) -> None:
+    async with _asyncpg(postgres_url) as other_gateway:
+        await other_gateway.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK_ID)
+        writer = make_writer(postgres_url, write_timeout_s=0.2)
+        await writer.start()
+        status = writer.status()
+        assert (status["up"], status["last_error"]) == (False, "migration timed out after 0.2 s")
+        await other_gateway.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_ID)
+
+    async def migrated() -> bool:
+        return bool(writer.status()["up"])
+
+    await eventually(migrated, "the migration retried")
 
 
 async def test_the_writer_catches_up_when_the_database_comes_back(

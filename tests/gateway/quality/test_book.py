@@ -203,3 +203,15 @@ def test_history_is_sampled_and_bounded() -> None:
     points = book.history("a", "m")
     assert len(points) == 4
     assert [round(p.at) for p in points] == [70, 80, 90, 100]
+
+
+def test_restored_evidence_is_decayed_by_its_age_and_never_overwrites() -> None:
+    clock = [1000.0]
+    book = QualityBook(QualityConfig(half_life_s=600), clock=lambda: clock[0])
+    assert book.restore("a", "m", {"error": (8.0, 40.0)}, age_s=600)
+    bad, total = book.evidence("a", "m")["error"]
+    assert (bad, total) == (pytest.approx(4.0), pytest.approx(20.0))  # one half-life old
+    assert not book.restore("a", "m", {"error": (0.0, 99.0)}, age_s=0)  # live evidence kept
+    assert book.evidence("a", "m")["error"][1] == pytest.approx(20.0)
+    assert book.restore("b", "m", {"error": (5.0, 1.0), "x": (0.0, 0.0)}, age_s=0)
+    assert book.evidence("b", "m") == {}  # impossible weights are ignored

@@ -128,3 +128,24 @@ async def test_dashboard_data_needs_a_key_when_auth_is_on(
     assert (await gw.client.get("/dashboard")).status_code == 200
     metrics = await gw.client.get("/metrics")
     assert metrics.status_code == 200 and "sk-dash-1" not in metrics.text
+
+
+async def test_requests_refused_before_routing_are_counted(gateway: RunningGateway) -> None:
+    bad_json = await gateway.client.post("/v1/chat/completions", content=b"{nope")
+    unknown = await gateway.client.post(
+        "/v1/chat/completions",
+        json={"model": "ghost", "messages": [{"role": "user", "content": "x"}]},
+    )
+    assert (bad_json.status_code, unknown.status_code) == (400, 404)
+    await asyncio.sleep(1.3)  # one sampler tick
+    values = samples((await gateway.client.get("/metrics")).text)
+    assert total(values, "switchyard_rejected_requests_total") == 2
+    assert total(values, "switchyard_rejected_requests_total", code="model_not_found") == 1
+    assert total(values, "switchyard_requests_total") == 0  # no record: no backend involved
+
+
+async def test_bad_dashboard_parameters_get_an_openai_error(gateway: RunningGateway) -> None:
+    r = await gateway.client.get("/v1/switchyard/dashboard?window_s=5")
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["type"] == "invalid_request_error" and error["param"] == "window_s"

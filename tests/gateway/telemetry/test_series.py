@@ -97,3 +97,23 @@ def test_reasons_rank_policies_with_an_example() -> None:
     assert reasons[0]["policy"] == "only-candidate"
     assert reasons[0]["count"] == 3 and reasons[0]["share"] == 1.0
     assert "only backend" in reasons[0]["example"]
+
+
+def test_a_request_older_than_the_ring_does_not_wipe_a_live_bucket() -> None:
+    now = 1_000_007.0
+    s = series(now)  # 600 s window in 10 s buckets: 61 slots
+    for _ in range(50):
+        s.consume(record(at=now - 1))
+    # A long stream that arrived one ring-length earlier finishes now: same slot, older.
+    s.consume(record(at=now - 1 - 610, stream=True, ttft_s=0.1))
+    assert s.snapshot(60)["fleet"]["summary"]["requests"] == 50
+
+
+def test_abandoned_requests_do_not_count_against_success() -> None:
+    s = series()
+    s.consume(record(at=1_000_000.0 - 1))
+    s.consume(record(at=1_000_000.0 - 1, status=499, error="client_disconnected"))
+    s.consume(record(at=1_000_000.0 - 1, status=200, error="cancelled", stream=True))
+    summary = s.snapshot(60)["fleet"]["summary"]
+    assert summary["requests"] == 3 and summary["abandoned"] == 2
+    assert summary["success_rate"] == 1.0

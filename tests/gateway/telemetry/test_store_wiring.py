@@ -4,9 +4,11 @@ when the database is gone."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from sqlalchemy import select
 
@@ -83,8 +85,9 @@ async def test_prompts_are_kept_only_when_asked(
     assert gw.gateway.telemetry.store is not None
     await gw.gateway.telemetry.store.flush_now()
     got = sorted(await rows(url, "requests"), key=lambda r: r["id"])
-    assert got[0]["prompt"] == {"messages": CHAT["messages"]}
-    assert got[1]["prompt"]["truncated"] is True and len(got[1]["prompt"]["text"]) <= 64
+    assert orjson.loads(got[0]["prompt"]) == {"messages": CHAT["messages"]}
+    cut = orjson.loads(got[1]["prompt"])
+    assert cut["truncated"] is True and len(cut["text"]) <= 64 and cut["bytes"] > 500
 
 
 async def test_a_dead_database_costs_records_not_requests(
@@ -140,3 +143,37 @@ async def test_quality_changes_scores_and_probes_become_rows(tmp_path: Path) -> 
     scores = await rows(url, "quality_scores")
     assert len(scores) == 1 and scores[0]["state"] == "ejected"
     assert scores[0]["signals"][0]["signal"] == "error"
+    assert events[-1]["replica"].endswith(f":{os.getpid()}")
+
+
+async def test_a_restarted_gateway_remembers_a_bad_backend(
+    start_emulator: StartEmulator, start_gateway: StartGateway, tmp_path: Path
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'memory.db'}"
+    clock = [100.0]
+    book = QualityBook(QualityConfig(), clock=lambda: clock[0])
+    book.record("a", "emulated-model", [SignalEvent("error", False, "fidelity")])
+    for _ in range(30):
+        book.record("a", "emulated-model", [SignalEvent("error", True, "fidelity", "500")])
+    assert book.view("a", "emulated-model").state == "ejected"
+    writer = StoreWriter(StoreConfig(url=url), url)
+    await writer.start()
+    config = parsed(make_config({"a": "http://127.0.0.1:9/v1"}))
+    sampler = Sampler(
+        FleetState(config.backends, config.health),
+        book=book,
+        store=writer,
+        snapshot_every_s=1.0,
+        clock=lambda: clock[0],
+    )
+    clock[0] += 2.0
+    sampler.tick()
+    await writer.stop()
+
+    gw = await store_gateway(start_emulator, start_gateway, {"url": url})
+    assert gw.gateway.quality is not None
+    restored = gw.gateway.quality.book
+    view = restored.view("a", "emulated-model")
+    assert view.state == "ejected" and view.fidelity < 0.8
+    bad, total = restored.evidence("a", "emulated-model")["error"]
+    assert total == pytest.approx(31, rel=0.05) and bad == pytest.approx(30, rel=0.05)
