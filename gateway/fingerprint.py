@@ -2,9 +2,11 @@
 
 The prompt (model salt, tools, then each message's role and content, in order) is rendered
 canonically and cut into fixed-size byte blocks; block i's id hashes block i's bytes with
-block i-1's id, so equal ids mean equal prefixes. Rendering and hashing are cached per
-message, keyed by everything before it, so a conversation's new turn costs only its new
-bytes. Token counts are cached the same way.
+block i-1's id as the seed (xxh3, 64 bits), so equal ids mean equal prefixes. xxh3 hashes
+a 128K-token prompt's ~2,200 blocks in ~0.7 ms where blake2b took ~2.5 ms; ids are not a
+security boundary (a forged collision only misleads a cache prediction). Rendering and
+hashing are cached per message, keyed by everything before it, so a conversation's new
+turn costs only its new bytes. Token counts are cached the same way.
 
 A new message's tokens are estimated, never encoded: `TokenCounter` keeps its characters
 per token calibrated by encoding a sample now and then. The count only feeds predicted
@@ -15,13 +17,13 @@ the decision path (and cl100k is not the served model's tokenizer anyway).
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from xxhash import xxh3_64_intdigest
 
 from gateway.token_count import TokenCounter
 
@@ -60,7 +62,6 @@ class Fingerprinter:
         self._counter = counter
         self._max_cached = max_cached
         self._cache: OrderedDict[int, _Chain] = OrderedDict()
-        self._blank = hashlib.blake2b(digest_size=8)
         self.hits = 0
         self.misses = 0
 
@@ -79,7 +80,7 @@ class Fingerprinter:
 
     def _fingerprint(self, salt: str, parts: list[tuple[bytes | str, ...]]) -> Fingerprint:
         root = salt.encode()
-        chain: _Chain = (hashlib.blake2b(root, digest_size=8).digest(), b"", (), 0, 0)
+        chain: _Chain = (xxh3_64_intdigest(root).to_bytes(8, "little"), b"", (), 0, 0)
         key = hash(root)
         blocks: list[bytes] = []
         tokens = 0
@@ -103,17 +104,18 @@ class Fingerprinter:
     def _extend(self, key: int, previous: _Chain, part: tuple[bytes | str, ...]) -> _Chain:
         """A message not seen after this prefix: hash its bytes and count its tokens."""
         self.misses += 1
-        encoded = [p if isinstance(p, bytes) else p.encode("utf-8", "surrogatepass") for p in part]
+        encoded = [p if isinstance(p, bytes) else _utf8(p) for p in part]
         last, pending, _, _, _ = previous
         data = pending + _FIELD_SEP.join(encoded) + _MESSAGE_END
         blocks = []
         full = len(data) - len(data) % BLOCK_BYTES
-        new_hash = self._blank.copy  # cheaper than parsing blake2b's arguments per block
+        seed = int.from_bytes(last, "little")
+        hash_block = xxh3_64_intdigest
         for start in range(0, full, BLOCK_BYTES):
-            block_hash = new_hash()
-            block_hash.update(last + data[start : start + BLOCK_BYTES])
-            last = block_hash.digest()
-            blocks.append(last)
+            seed = hash_block(data[start : start + BLOCK_BYTES], seed)
+            blocks.append(seed.to_bytes(8, "little"))
+        if blocks:
+            last = blocks[-1]
         count = self._counter.count
         tokens = sum(count(p if isinstance(p, str) else p.decode(), exact=False) for p in part)
         chain = (last, data[full:], tuple(blocks), tokens, len(data) - len(pending))
@@ -121,6 +123,13 @@ class Fingerprinter:
         if len(self._cache) > self._max_cached:
             self._cache.popitem(last=False)
         return chain
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()  # the strict codec's fast path; lone surrogates are rare
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
 
 
 def _message_parts(message: Any) -> tuple[bytes | str, ...]:
