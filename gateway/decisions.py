@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+import orjson
 
 from gateway.routing import PromptWork
 from policies import describe_decision
@@ -26,8 +28,32 @@ class DecisionRecord:
     attempts: list[Attempt] = field(default_factory=list)
     status: int | None = None
     served_by: str | None = None
+    _rendered: bytes | None = None
+
+    def rendered(self) -> bytes:
+        """The JSON of `to_dict()`, rendered once (on the telemetry thread)."""
+        if self._rendered is None:
+            self._rendered = orjson.dumps(self._describe())
+        return self._rendered
+
+    def compact(self) -> None:
+        """Once finished and recorded, keep the explanation as JSON bytes only.
+
+        A decision's candidate reports, scores and reasons are ~360 objects the cyclic
+        collector tracks; a full ring of them (4,096) made every full collection pause
+        the gateway for ~0.4 s. Bytes are not tracked. The prompt's block ids go too.
+        """
+        self.rendered()
+        self.decision = replace(self.decision, candidates=(), timings_us={})
+        self.work = PromptWork(cached_tokens=self.work.cached_tokens)
 
     def to_dict(self) -> dict[str, Any]:
+        if self._rendered is not None:
+            loaded: dict[str, Any] = orjson.loads(self._rendered)
+            return loaded
+        return self._describe()
+
+    def _describe(self) -> dict[str, Any]:
         out = describe_decision(self.decision)
         out["attempts"] = [
             {"backend": a.backend, "outcome": a.outcome, "duration_ms": round(a.duration_ms, 3)}

@@ -28,7 +28,7 @@ class AccessLog:
             "duration_ms": round(record.e2e_s * 1000.0, 3),
             "error": record.error,
             "key_id": record.key_id,
-            "decision": record.decision.to_dict(),
+            "decision": orjson.Fragment(record.decision.rendered()),
         }
         if record.chunks is not None:
             line["chunks"] = record.chunks

@@ -75,6 +75,11 @@ class TelemetryPipe:
                 except Exception:  # a broken sink must not stop the others or the thread
                     self.failures[sink.name] = self.failures.get(sink.name, 0) + 1
                     logger.exception("telemetry sink %s failed", sink.name)
+            try:
+                # The decision ring keeps it for the API: as bytes from now on.
+                record.decision.compact()
+            except (TypeError, ValueError):
+                logger.exception("decision %s could not be compacted", record.decision.decision.id)
             self.consumed += 1
 
     def _run(self) -> None:

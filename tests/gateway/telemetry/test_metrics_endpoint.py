@@ -149,3 +149,23 @@ async def test_bad_dashboard_parameters_get_an_openai_error(gateway: RunningGate
     assert r.status_code == 400
     error = r.json()["error"]
     assert error["type"] == "invalid_request_error" and error["param"] == "window_s"
+
+
+async def test_finished_decisions_are_kept_as_bytes_and_still_explained(
+    gateway: RunningGateway,
+) -> None:
+    r = await gateway.client.post(
+        "/v1/chat/completions",
+        json={"model": "default", "messages": [{"role": "user", "content": "why"}]},
+    )
+    decision_id = r.headers["x-switchyard-decision"]
+    before = (await gateway.client.get(f"/v1/switchyard/decisions/{decision_id}")).json()
+    await drained(gateway, 1)
+    held = gateway.gateway.ring.get(decision_id)
+    assert held is not None
+    # What the cyclic collector would have to walk is gone; the explanation is not.
+    assert held.decision.candidates == () and held.work.fingerprint is None
+    after = (await gateway.client.get(f"/v1/switchyard/decisions/{decision_id}")).json()
+    assert after == before
+    assert {c["backend"] for c in after["candidates"]} == {"a", "b", "dead"}
+    assert all(c["scores"] or c["dropped_by"] for c in after["candidates"])
