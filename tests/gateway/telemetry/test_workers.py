@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -35,7 +36,9 @@ def free_port() -> int:
 
 def test_metrics_add_up_across_workers(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
-    config.write_text(yaml.safe_dump(CONFIG))
+    database = tmp_path / "records.db"
+    # Both workers write their records to one SQLite file, migrated once by the parent.
+    config.write_text(yaml.safe_dump({**CONFIG, "store": {"url": f"sqlite:///{database}"}}))
     port = free_port()
     env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom")}
     (tmp_path / "prom").mkdir()
@@ -86,6 +89,9 @@ def test_metrics_add_up_across_workers(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+    with sqlite3.connect(database) as db:
+        rows = db.execute("SELECT count(*), count(DISTINCT backend) FROM requests").fetchone()
+    assert rows == (sent, 1)  # every record of both workers, written before they stopped
 
 
 def _one_request(base: str) -> int:
