@@ -177,44 +177,46 @@ async def _open_stream(
     headers["cache-control"] = "no-cache"
     outcome = StreamOutcome(StreamCollector() if context is not None else None)
 
-    def on_close() -> None:
-        gateway.state.decode_ended(name)
-        gateway.state.release(name)
-        usage = outcome.tap.usage()
-        first = outcome.first_chunk_at
-        decode_s = outcome.last_chunk_at - first if first is not None else None
-        if decode_s is not None:
-            learn(gateway.router, gateway.state, name, record.work, usage, decode_s)
-        if outcome.error is None and outcome.status == "ok":
-            gateway.state.record_success(name)
-        elif outcome.error is not None and outcome.error.retryable:
-            gateway.state.record_failure(name, outcome.status)
-        error = None if outcome.status == "ok" else outcome.status
-        ttft = first - arrival.started if first is not None else None
-        _finish(
-            gateway,
-            record,
-            arrival,
-            200,
-            name,
-            error,
-            chunks=outcome.chunks,
-            usage=usage,
-            ttft_s=ttft,
-            decode_s=decode_s,
-        )
-        if outcome.collector is not None:
-            decode_s = outcome.last_chunk_at - (outcome.first_chunk_at or outcome.last_chunk_at)
-            ttft_s = record.attempts[-1].duration_ms / 1000 if record.attempts else None
-            collect = outcome.collector.finish
-            _observe(gateway, record, context, name, collect, error, ttft_s, decode_s)
-
     return RelayResponse(
         relay(stream, deadline, outcome),
         media_type=stream.content_type,
         headers=headers,
-        on_close=on_close,
+        on_close=partial(_stream_closed, gateway, record, arrival, context, name, outcome),
     )
+
+
+def _stream_closed(
+    gateway: Gateway,
+    record: DecisionRecord,
+    arrival: Arrival,
+    context: RequestContext | None,
+    name: str,
+    outcome: StreamOutcome,
+) -> None:
+    """A relayed stream ended (done, broken or abandoned): free the backend, learn from
+    what it reported, and record the request."""
+    gateway.state.decode_ended(name)
+    gateway.state.release(name)
+    usage = outcome.tap.usage()
+    first = outcome.first_chunk_at
+    decode_s = outcome.last_chunk_at - first if first is not None else None
+    if decode_s is not None:
+        learn(gateway.router, gateway.state, name, record.work, usage, decode_s)
+    if outcome.error is None and outcome.status == "ok":
+        gateway.state.record_success(name)
+    elif outcome.error is not None and outcome.error.retryable:
+        gateway.state.record_failure(name, outcome.status)
+    error = None if outcome.status == "ok" else outcome.status
+    ttft = first - arrival.started if first is not None else None
+    _finish(
+        gateway, record, arrival, 200, name, error,
+        chunks=outcome.chunks, usage=usage, ttft_s=ttft, decode_s=decode_s,
+    )  # fmt: skip
+    if outcome.collector is not None:
+        # The quality signals time the backend: its first byte, not the gateway's.
+        upstream_ttft = record.attempts[-1].duration_ms / 1000 if record.attempts else None
+        collect = outcome.collector.finish
+        _observe(gateway, record, context, name, collect, error, upstream_ttft, decode_s or 0.0)
 
 
 def _quality_context(

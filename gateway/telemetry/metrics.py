@@ -95,8 +95,13 @@ class GatewayMetrics:
         self._weights = weights or {}
         self._pricing = pricing or {}
         self._children: dict[tuple[str, str], _Series] = {}
-        r = self.registry
-        route_backend = ("route", "backend")
+        self._define_requests()
+        self._define_tokens()
+        self._define_state()
+
+    def _define_requests(self) -> None:
+        """What happened to requests: counts, errors and latencies."""
+        r, route_backend = self.registry, ("route", "backend")
         self.requests = Counter(
             "switchyard_requests",
             "Requests answered, by route, serving backend and HTTP status class.",
@@ -144,6 +149,10 @@ class GatewayMetrics:
             buckets=_OVERHEAD_BUCKETS,
             registry=r,
         )
+
+    def _define_tokens(self) -> None:
+        """Tokens and spend, per route and backend; requests in flight."""
+        r, route_backend = self.registry, ("route", "backend")
         self.in_flight = Gauge(
             "switchyard_in_flight_requests",
             "Requests being served by the backend now.",
@@ -173,6 +182,10 @@ class GatewayMetrics:
             route_backend,
             registry=r,
         )
+
+    def _define_state(self) -> None:
+        """Routing, health, quality and the telemetry's own health."""
+        r, route_backend = self.registry, ("route", "backend")
         self.decisions = Counter(
             "switchyard_decisions",
             "Routing decisions by the policy that set the chosen backend apart.",

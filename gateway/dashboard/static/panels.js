@@ -1,0 +1,129 @@
+// Dashboard panels built from the data API's answer: state words, headline tiles and the tables.
+import { fmtCompact, fmtCount, fmtDuration, fmtInt, fmtMs, fmtPct, fmtRate, fmtScore, fmtUsd, isNum } from './format.js';
+import { backendHref, badge, card, h, metric, numCell, shareBar, table } from './dom.js';
+
+const QUALITY_RANK = { unknown: 0, healthy: 1, probation: 2, ejected: 3 };
+
+export function worstQuality(list) {
+  if (!list || !list.length) return { state: 'unknown', score: null, title: 'no quality evidence yet' };
+  const q = list.reduce((a, b) => ((QUALITY_RANK[b.state] ?? 0) > (QUALITY_RANK[a.state] ?? 0) ? b : a));
+  // One number for the table: the weaker of the two scores is what limits routing.
+  const scores = [q.fidelity, q.sla].filter(isNum);
+  const title = `${q.model}: fidelity ${fmtScore(q.fidelity)}, SLA ${fmtScore(q.sla)}`;
+  return { state: q.state, score: scores.length ? Math.min(...scores) : null, title };
+}
+
+export const qualityBadge = (q) => [badge(q.state, null, 'quality_state'), ' ', metric('quality_score', fmtScore(q.score), 'score')];
+
+export function healthState(b) {
+  const health = b.health || {};
+  if (health.healthy === false) return { state: 'unhealthy', title: health.reason };
+  if ((b.quality || []).some((q) => q.state === 'ejected')) return { state: 'ejected', title: 'ejected for quality' };
+  return { state: 'healthy', title: health.reason };
+}
+
+function tone(successRate) {
+  if (!isNum(successRate)) return '';
+  return successRate < 0.95 ? 'bad' : successRate < 0.99 ? 'warn' : '';
+}
+
+// ---- headline tiles ---------------------------------------------------------------------
+
+function tile(label, value, sub, cls) {
+  return h('div', { class: `tile ${cls || ''}` }, h('div', { class: 'label' }, label), h('div', { class: 'value' }, value), h('div', { class: 'sub' }, sub));
+}
+
+export function tiles(sum) {
+  const status = sum.status || {};
+  const ttft = sum.ttft_ms || {};
+  const tpot = sum.tpot_ms || {};
+  const over = sum.overhead_ms || {};
+  const errors = (status['4xx'] || 0) + (status['5xx'] || 0);
+  return h('section', { class: 'tiles' },
+    tile('Requests', metric('requests', fmtInt(sum.requests)), metric('rps', fmtRate(sum.rps))),
+    tile('Success rate', metric('success_rate', fmtPct(sum.success_rate)), `${fmtInt(status['2xx'] || 0)} answered 2xx`, tone(sum.success_rate)),
+    tile('Errors', metric('errors', fmtInt(errors)), `${fmtInt(status['4xx'] || 0)} 4xx · ${fmtInt(status['5xx'] || 0)} 5xx`, errors ? 'warn' : ''),
+    tile('Retries', metric('retries', fmtInt(sum.retries)), 'sent on to the next candidate'),
+    tile('Spend', metric('spend_usd', fmtUsd(sum.spend_usd)), `${fmtCompact(sum.prompt_tokens)} in · ${fmtCompact(sum.completion_tokens)} out tokens`),
+    tile('Gateway overhead p50', metric('overhead_p50_ms', fmtMs(over.p50)), 'time the gateway adds'),
+    tile('TTFT p50', metric('ttft_p50_ms', fmtMs(ttft.p50)), ['p90 ', metric('ttft_p90_ms', fmtMs(ttft.p90))]),
+    tile('TTFT p99', metric('ttft_p99_ms', fmtMs(ttft.p99)), 'time to first token'),
+    tile('TPOT p50', metric('tpot_p50_ms', fmtMs(tpot.p50)), ['p90 ', metric('tpot_p90_ms', fmtMs(tpot.p90))]),
+    tile('Cache hit (engine)', metric('cache_hit_ratio', fmtPct(sum.cache_hit_ratio)),
+      `${fmtCompact(sum.cached_tokens)} of ${fmtCompact(sum.prompt_tokens)} prompt tokens`),
+    tile('Cache hit (predicted)', metric('predicted_cache_hit_ratio', fmtPct(sum.predicted_cache_hit_ratio)),
+      `${fmtCompact(sum.predicted_cached_tokens)} tokens, by the router`),
+    tile('Gateway overhead p99', metric('overhead_p99_ms', fmtMs(over.p99)), ['p90 ', fmtMs(over.p90)]),
+  );
+}
+
+// ---- tables -----------------------------------------------------------------------------
+
+export function backendsTable(backends) {
+  const rows = backends.map((b) => {
+    const sum = b.summary || {};
+    const health = healthState(b);
+    const quality = worstQuality(b.quality);
+    return h('tr', { 'data-backend': b.name },
+      h('td', { class: 'name' }, h('a', { href: backendHref(b.name) }, b.name), h('span', { class: 'kind' }, b.kind)),
+      h('td', {}, badge(health.state, health.title, 'health')),
+      h('td', { class: 'name', title: quality.title }, qualityBadge(quality)),
+      numCell('requests', fmtInt(sum.requests)),
+      numCell('share', fmtPct(sum.share), shareBar(sum.share)),
+      numCell('success_rate', fmtPct(sum.success_rate)),
+      numCell('ttft_p90_ms', fmtMs((sum.ttft_ms || {}).p90)),
+      numCell('tpot_p90_ms', fmtMs((sum.tpot_ms || {}).p90)),
+      numCell('cache_hit_ratio', fmtPct(sum.cache_hit_ratio)),
+      numCell('spend_usd', fmtUsd(sum.spend_usd)));
+  });
+  const heads = ['Backend', 'Health', 'Quality', ' Requests', ' Share', ' Success', ' TTFT p90', ' TPOT p90', ' Cache hit', ' Spend'];
+  return card('Backends', `${backends.length} configured`, table(heads, rows, 'No backends configured.'));
+}
+
+export function reasonsCard(reasons, note) {
+  const rows = (reasons || []).map((r) => h('tr', { 'data-policy': r.policy },
+    h('td', {}, h('code', {}, r.policy)),
+    h('td', { class: 'num' }, fmtInt(r.count)),
+    h('td', { class: 'num' }, fmtPct(r.share), shareBar(r.share)),
+    h('td', { class: 'example' }, r.example)));
+  return card('Top routing reasons', note, table(['Policy', ' Requests', ' Share', 'Example reason'], rows, 'No routed requests in this window.'));
+}
+
+export function errorsCard(sum) {
+  const status = sum.status || {};
+  const total = sum.requests || 0;
+  const share = (n) => fmtPct(total ? n / total : null);
+  const classes = ['2xx', '4xx', '5xx'].map((k) => h('tr', { 'data-status': k },
+    h('td', {}, h('span', { class: `status s${k[0]}` }, k)),
+    h('td', { class: 'num' }, fmtInt(status[k] || 0)),
+    h('td', { class: 'num' }, share(status[k] || 0))));
+  const codes = Object.entries(sum.errors || {}).sort((a, b) => b[1] - a[1]).map(([code, n]) => h('tr', { 'data-error': code },
+    h('td', {}, h('code', {}, code)), h('td', { class: 'num' }, fmtInt(n)), h('td', { class: 'num' }, share(n))));
+  return card('Errors', 'status classes and error codes',
+    h('div', { class: 'split' },
+      table(['Status', ' Requests', ' Share'], classes, ''),
+      table(['Error code', ' Requests', ' Share'], codes, 'No errors in this window.')));
+}
+
+export function qualityCard(quality) {
+  const blocks = (quality || []).map((q) => {
+    const signals = (q.signals || []).map((sig) => h('tr', { 'data-signal': sig.signal },
+      h('td', {}, sig.label || sig.signal),
+      h('td', { class: 'num', 'data-metric': 'signal_score' }, h('span', { class: `score ${scoreTone(sig.score)}` }, fmtScore(sig.score))),
+      h('td', { class: 'num', 'data-metric': 'signal_rate' }, fmtPct(sig.rate)),
+      h('td', { class: 'num', 'data-metric': 'signal_total' }, fmtCount(sig.total)),
+      h('td', { class: 'example' }, sig.summary)));
+    return h('div', { class: 'model', 'data-model': q.model },
+      h('div', { class: 'model-head' },
+        h('strong', {}, q.model), badge(q.state, null, 'model_quality_state'),
+        h('span', {}, 'fidelity ', metric('fidelity', fmtScore(q.fidelity), 'score')),
+        h('span', {}, 'SLA ', metric('sla', fmtScore(q.sla), 'score')),
+        q.ejected_for_s > 0 && h('span', { class: 'muted' }, `ejected for ${fmtDuration(q.ejected_for_s)}`)),
+      q.reason && h('p', { class: 'reason' }, q.reason),
+      table(['Signal', ' Score', ' Rate', ' Evidence', 'Summary'], signals, 'No signal has evidence yet.'));
+  });
+  return card('Quality', 'live scores per model, from passive signals and probes',
+    blocks.length ? blocks : h('p', { class: 'empty' }, 'No quality evidence yet.'));
+}
+
+const scoreTone = (v) => (!isNum(v) ? '' : v < 0.5 ? 'bad' : v < 0.85 ? 'warn' : 'good');
