@@ -48,10 +48,13 @@ class DecisionRecord:
         self.work = PromptWork(cached_tokens=self.work.cached_tokens)
 
     def to_dict(self) -> dict[str, Any]:
+        # Described first, checked after: compact() (telemetry thread) sets the bytes before
+        # it replaces anything, so a description that raced it is replaced by the bytes.
+        described = self._describe()
         if self._rendered is not None:
             loaded: dict[str, Any] = orjson.loads(self._rendered)
             return loaded
-        return self._describe()
+        return described
 
     def _describe(self) -> dict[str, Any]:
         out = describe_decision(self.decision)

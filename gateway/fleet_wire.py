@@ -20,7 +20,9 @@ from collections.abc import Iterable, Sequence
 
 import orjson
 
-VERSION = 1
+VERSION = 2
+"""2: block ids are xxh3-64 (1: blake2b); replicas of different versions ignore each
+other's inserts rather than fill the index with ids that can never match."""
 REPLICA_ID_BYTES = 8
 BLOCK_ID_BYTES = 8
 MAX_MESSAGE_BYTES = 256 * 1024

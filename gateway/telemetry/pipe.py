@@ -76,9 +76,10 @@ class TelemetryPipe:
                     self.failures[sink.name] = self.failures.get(sink.name, 0) + 1
                     logger.exception("telemetry sink %s failed", sink.name)
             try:
-                # The decision ring keeps it for the API: as bytes from now on.
+                # The decision ring keeps it for the API: as bytes from now on. (A record
+                # dropped from a full queue stays whole in the ring until it leaves it.)
                 record.decision.compact()
-            except (TypeError, ValueError):
+            except Exception:  # like a sink: the thread must outlive one bad record
                 logger.exception("decision %s could not be compacted", record.decision.decision.id)
             self.consumed += 1
 

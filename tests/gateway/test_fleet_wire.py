@@ -8,6 +8,7 @@ from gateway.config import HealthConfig, StateConfig
 from gateway.fleet_sync import RedisFleetSync
 from gateway.fleet_wire import (
     MAX_MESSAGE_BYTES,
+    VERSION,
     WireError,
     decode_inserts,
     decode_load,
@@ -63,10 +64,11 @@ def test_distinct_keeps_each_chain_once_at_its_latest_position() -> None:
     "data",
     [
         b"",
-        b"\x02" + REPLICA,  # another version
+        bytes([VERSION - 1]) + REPLICA,  # an older version (blake2b block ids)
+        bytes([VERSION + 1]) + REPLICA,  # a newer one
         encode_inserts(REPLICA, [("a", chain(1, 3))])[0][:-1],  # truncated blocks
-        b"\x01" + REPLICA + b"\x00\x05ab",  # truncated group name
-        b"\x01" + REPLICA + b"\x00\x01\xff\x00\x00\x00\x00",  # group not UTF-8
+        bytes([VERSION]) + REPLICA + b"\x00\x05ab",  # truncated group name
+        bytes([VERSION]) + REPLICA + b"\x00\x01\xff\x00\x00\x00\x00",  # group not UTF-8
     ],
 )
 def test_unreadable_batches_are_wire_errors(data: bytes) -> None:
