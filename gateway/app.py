@@ -105,7 +105,8 @@ async def _on_http_exception(request: Request, exc: Exception) -> Response:
 async def _on_invalid_parameters(request: Request, exc: Exception) -> Response:
     """A bad query or path parameter on the gateway's own endpoints, OpenAI-shaped."""
     assert isinstance(exc, RequestValidationError)
-    first = exc.errors()[0] if exc.errors() else {}
+    errors = exc.errors()
+    first = errors[0] if errors else {}
     where = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
     message = f"{where}: {first.get('msg', 'invalid value')}" if where else "invalid parameters"
     return error_response(ClientError(message, param=where))

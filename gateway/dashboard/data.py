@@ -6,7 +6,7 @@ import os
 import time
 from typing import Any
 
-from gateway.quality.explain import describe_signal, label
+from gateway.quality.report import pair_report
 from gateway.service import Gateway
 
 _HISTORY_POINTS = 360
@@ -75,45 +75,15 @@ def _empty_panel(fleet: dict[str, Any]) -> dict[str, Any]:
 
 
 def _quality(gateway: Gateway, backend: str) -> list[dict[str, Any]]:
+    """The quality API's view of each of this backend's models, history newest first."""
     recorder = gateway.quality
     if recorder is None:
         return []
-    book = recorder.book
-    now = time.monotonic()
+    book, now = recorder.book, time.monotonic()
     out = []
     for pair_backend, model in book.pairs():
-        if pair_backend != backend:
-            continue
-        view = book.view(backend, model)
-        scores = sorted(book.scores(backend, model), key=lambda s: s.score)
-        out.append(
-            {
-                "model": model,
-                "state": view.state,
-                "fidelity": round(view.fidelity, 4),
-                "sla": round(view.sla, 4),
-                "reason": view.reason,
-                "ejected_for_s": round(view.ejected_for_s, 1),
-                "signals": [
-                    {
-                        "signal": s.signal,
-                        "label": label(s.signal),
-                        "score": round(s.score, 4),
-                        "rate": round(s.rate, 4),
-                        "total": round(s.total, 2),
-                        "summary": describe_signal(s, book.config.half_life_s),
-                    }
-                    for s in scores
-                ],
-                "history": [
-                    {
-                        "age_s": round(now - p.at, 1),
-                        "fidelity": round(p.fidelity, 4),
-                        "sla": round(p.sla, 4),
-                        "state": p.state,
-                    }
-                    for p in list(book.history(backend, model))[::-1][:_HISTORY_POINTS]
-                ],
-            }
-        )
+        if pair_backend == backend:
+            pair = pair_report(book, backend, model, now, history=True)
+            pair["history"] = pair["history"][::-1][:_HISTORY_POINTS]
+            out.append(pair)
     return out

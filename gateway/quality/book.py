@@ -122,11 +122,11 @@ class QualityBook:
         pair = self._pairs.get((backend, model))
         if pair is None:
             return {}
-        now, half_life = self._clock(), self.config.half_life_s
+        now = self._clock()
         out = {}
         for signal, rate in pair.signals.items():
-            factor = 0.5 ** (max(0.0, now - rate.at) / half_life)
-            out[signal] = (rate.bad * factor, rate.total * factor)
+            rate.decay_to(now, self.config.half_life_s)  # as every touch does
+            out[signal] = (rate.bad, rate.total)
         return out
 
     def restore(

@@ -12,7 +12,7 @@ from gateway.quality.prober import Prober
 def quality_report(
     book: QualityBook, prober: Prober | None, *, now: float, history: bool = False
 ) -> dict[str, Any]:
-    pairs = [_pair(book, backend, model, now, history) for backend, model in book.pairs()]
+    pairs = [pair_report(book, backend, model, now, history) for backend, model in book.pairs()]
     return {
         "settings": {
             "half_life_s": book.config.half_life_s,
@@ -26,7 +26,11 @@ def quality_report(
     }
 
 
-def _pair(book: QualityBook, backend: str, model: str, now: float, history: bool) -> dict[str, Any]:
+def pair_report(
+    book: QualityBook, backend: str, model: str, now: float, history: bool
+) -> dict[str, Any]:
+    """One backend x model: state, scores, each signal with its evidence; optionally the
+    score history, oldest first (the quality API and the dashboard both show this)."""
     view = book.view(backend, model)
     half_life = book.config.half_life_s
     signals = []

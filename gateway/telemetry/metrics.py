@@ -269,7 +269,7 @@ class GatewayMetrics:
             prompt, cached, completion = record.tokens()
             series.prompt.inc(prompt)
             series.cached.inc(cached)
-            if record.usage is not None and record.usage.cached_tokens is not None:
+            if record.reported_cached:
                 series.reporting.inc(prompt)
             series.predicted.inc(record.predicted_cached_tokens)
             series.completion.inc(completion)

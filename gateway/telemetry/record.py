@@ -77,10 +77,11 @@ class RequestRecord:
     @property
     def overhead_s(self) -> float:
         """The gateway's own time before the first byte: reading, routing, dispatching."""
-        until_first_byte = self.ttft_s if self.ttft_s is not None else self.e2e_s
-        if self.stream and self.ttft_s is None:
+        if self.ttft_s is not None:
+            return max(0.0, self.ttft_s - self.upstream_s)
+        if self.stream:  # no byte was relayed: only the decision is known to be ours
             return self.decision.decision.total_us / 1e6
-        return max(0.0, until_first_byte - self.upstream_s)
+        return max(0.0, self.e2e_s - self.upstream_s)
 
     @property
     def tpot_s(self) -> float | None:
@@ -99,6 +100,11 @@ class RequestRecord:
         if self.backend is None:
             return 0
         return self.decision.work.cached_tokens.get(self.backend, 0)
+
+    @property
+    def reported_cached(self) -> bool:
+        """The backend said how many prompt tokens it had cached (0 included)."""
+        return self.usage is not None and self.usage.cached_tokens is not None
 
     def tokens(self) -> tuple[int, int, int]:
         """(prompt, engine-reported cached, completion) tokens; the prompt count is the

@@ -8,9 +8,9 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from gateway.quality.book import QualityBook
 from gateway.quality.prober import Prober
@@ -20,6 +20,8 @@ from gateway.telemetry.pipe import TelemetryPipe
 from gateway.telemetry.store_sink import RowWriter
 
 logger = logging.getLogger("switchyard.telemetry")
+
+T = TypeVar("T")
 
 
 class Sampler:
@@ -45,15 +47,16 @@ class Sampler:
         self._store = store
         self._snapshot_every_s = snapshot_every_s
         self._pipe = pipe
-        self._pipe_dropped = 0
         self._store_up = store_up
         self._rejections = rejections if rejections is not None else {}
-        self._rejections_seen: dict[str, int] = {}
         self._clock = clock
         self._wall = wall
-        self._ejections: dict[str, int] = {}
-        self._changes_seen = book.change_count if book is not None else 0
-        self._probes_seen = prober.kept if prober is not None else 0
+        self._seen = _Increments()
+        # What happened before this sampler started is not new to it.
+        if book is not None:
+            self._seen.new("quality changes", book.change_count)
+        if prober is not None:
+            self._seen.new("probe results", prober.kept)
         self._snapshot_at = clock()
         # Workers and replicas each keep their own quality book; their rows say whose.
         self._replica = f"{socket.gethostname()}:{os.getpid()}"[:64]
@@ -83,34 +86,28 @@ class Sampler:
             (str(r["name"]), bool(r["healthy"]), int(str(r["in_flight"]))) for r in rows
         )
         for row in rows:
-            name, total = str(row["name"]), int(str(row["ejections"]))
-            new = total - self._ejections.get(name, 0)
-            if new > 0:
+            name = str(row["name"])
+            new = self._seen.new(f"ejections {name}", int(str(row["ejections"])))
+            if new:
                 self._metrics.ejections.labels(name, "health").inc(new)
-            self._ejections[name] = total
 
     def _sample_telemetry(self) -> None:
         if self._metrics is None:
             return
         if self._pipe is not None:
-            new = self._pipe.dropped - self._pipe_dropped
-            if new > 0:
+            new = self._seen.new("pipe dropped", self._pipe.dropped)
+            if new:
                 self._metrics.dropped.labels("pipe").inc(new)
-            self._pipe_dropped = self._pipe.dropped
         if self._store_up is not None:
             self._metrics.store_up.set(1.0 if self._store_up() else 0.0)
         for code, count in list(self._rejections.items()):
-            new = count - self._rejections_seen.get(code, 0)
-            if new > 0:
+            new = self._seen.new(f"rejected {code}", count)
+            if new:
                 self._metrics.rejected.labels(code).inc(new)
-                self._rejections_seen[code] = count
 
     def _quality_changes(self, book: QualityBook) -> None:
-        new = min(book.change_count - self._changes_seen, len(book.changes))
-        self._changes_seen = book.change_count
-        if new <= 0:
-            return
-        for change in list(book.changes)[-new:]:
+        new = self._seen.new("quality changes", book.change_count)
+        for change in _newest(book.changes, new):
             if change.after == "ejected" and self._metrics is not None:
                 self._metrics.ejections.labels(change.backend, "quality").inc()
             if self._store is not None:
@@ -121,8 +118,8 @@ class Sampler:
                         "created_at": self._at(change.at),
                         "backend": change.backend,
                         "model": change.model,
-                        "from_state": change.before,
                         "replica": self._replica,
+                        "from_state": change.before,
                         "to_state": change.after,
                         "reason": view.reason,
                         "fidelity": view.fidelity,
@@ -159,8 +156,8 @@ class Sampler:
                 "created_at": at,
                 "backend": backend,
                 "model": model,
-                "state": view.state,
                 "replica": self._replica,
+                "state": view.state,
                 "fidelity": view.fidelity,
                 "sla": view.sla,
                 "signals": signals,
@@ -168,19 +165,16 @@ class Sampler:
             self._store.put("quality_scores", row)
 
     def _probe_results(self, prober: Prober, store: RowWriter) -> None:
-        new = min(prober.kept - self._probes_seen, len(prober.results))
-        self._probes_seen = prober.kept
-        if new <= 0:
-            return
-        for result in list(prober.results)[-new:]:
+        new = self._seen.new("probe results", prober.kept)
+        for result in _newest(prober.results, new):
             store.put(
                 "probe_results",
                 {
                     "created_at": self._at(result.at),
                     "backend": result.backend,
                     "model": result.model,
-                    "kind": result.kind,
                     "replica": self._replica,
+                    "kind": result.kind,
                     "ok": result.ok,
                     "detail": result.detail,
                     "tokens": result.tokens,
@@ -191,3 +185,22 @@ class Sampler:
     def _at(self, monotonic: float) -> datetime:
         """A monotonic reading as a wall-clock time (UTC)."""
         return datetime.fromtimestamp(self._wall() - (self._clock() - monotonic), UTC)
+
+
+class _Increments:
+    """Running totals (ejections, drops, rejections, items appended) turned into what is
+    new since the last look, one key per total."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = {}
+
+    def new(self, key: str, total: int) -> int:
+        new = total - self._seen.get(key, 0)
+        self._seen[key] = total
+        return max(0, new)
+
+
+def _newest(items: Sequence[T], count: int) -> list[T]:
+    """The last `count` items of a bounded sequence (fewer if some have left it already)."""
+    count = min(count, len(items))
+    return list(items)[-count:] if count else []

@@ -116,8 +116,10 @@ class DashboardSeries:
                     self._add(bucket, record, cost, deciding.name)
                 panel.examples[deciding.name] = deciding.reason
             for attempt in record.decision.attempts[:-1]:
+                if attempt.outcome == "ok":
+                    continue
                 failed_at = self._panel(attempt.backend).bucket(record.at)
-                if attempt.outcome != "ok" and failed_at is not None:  # counted where it failed
+                if failed_at is not None:  # counted where it failed
                     failed_at.retries += 1
 
     def _panel(self, backend: str) -> Panel:
@@ -138,7 +140,7 @@ class DashboardSeries:
         prompt, cached, completion = record.tokens()
         bucket.prompt_tokens += prompt
         bucket.completion_tokens += completion
-        if record.usage is not None and record.usage.cached_tokens is not None:
+        if record.reported_cached:
             bucket.cached_tokens += cached
             bucket.hit_base_tokens += prompt
         if record.backend is not None:
