@@ -119,10 +119,9 @@ def _db(args: argparse.Namespace) -> int:
     # Alembic announces each of its built-in plugins at INFO; the migration steps stay.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     from alembic.util import CommandError
-    from sqlalchemy.exc import SQLAlchemyError
 
     from gateway.store import DATABASE_URL_ENV, redact_url, resolve_url
-    from gateway.store.database import describe_error
+    from gateway.store.database import DATABASE_ERRORS, describe_error
 
     url = resolve_url(_load(args.config).store)
     if url is None:
@@ -133,7 +132,7 @@ def _db(args: argparse.Namespace) -> int:
     except CommandError as exc:  # an unknown revision, for example
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+    except DATABASE_ERRORS as exc:
         print(f"error: {redact_url(url)}: {describe_error(exc, url)}", file=sys.stderr)
         return 1
     print(f"{redact_url(url)}: revision {revision or 'none (no tables)'}")

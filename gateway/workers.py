@@ -14,13 +14,10 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from alembic.util import CommandError
-from sqlalchemy.exc import SQLAlchemyError
-
 from gateway.app import SwitchyardApp, create_app
 from gateway.config import Config, load_config
 from gateway.store.database import resolve_url
-from gateway.store.migrate import upgrade
+from gateway.store.migrate import MIGRATION_ERRORS, upgrade
 from gateway.telemetry.metrics import MULTIPROC_ENV
 
 logger = logging.getLogger("switchyard")
@@ -53,7 +50,7 @@ def prepare_workers(config: Config, config_path: Path) -> None:
     if url is not None and config.store.migrate_on_start:
         try:
             asyncio.run(upgrade(url))
-        except (SQLAlchemyError, CommandError, OSError, TimeoutError) as exc:
+        except MIGRATION_ERRORS as exc:
             # Each worker migrates on start instead; serving must not wait for the database.
             logger.warning("migration before starting the workers failed: %s", type(exc).__name__)
         else:

@@ -12,7 +12,7 @@ from urllib.parse import quote, quote_plus
 
 import orjson
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, StatementError
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from gateway.telemetry.config import StoreConfig, normalize_database_url
@@ -22,6 +22,10 @@ _MAX_ERROR_CHARS = 300
 _MASK = "***"
 
 T = TypeVar("T")
+
+
+DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, OSError, TimeoutError)
+"""What a database that is down, slow or refusing raises: logged and counted, never fatal."""
 
 
 class TimedOut(TimeoutError):

@@ -16,10 +16,13 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from gateway.store.database import make_engine, within
+from gateway.store.database import DATABASE_ERRORS, make_engine, within
+
+MIGRATION_ERRORS: tuple[type[BaseException], ...] = (*DATABASE_ERRORS, CommandError)
 
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 # Migrations hold this PostgreSQL advisory lock (any constant works): gateways that start

@@ -17,12 +17,17 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from alembic.util import CommandError
 from sqlalchemy import DefaultClause, String, Table, select
-from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.store import migrate
-from gateway.store.database import TimedOut, describe_error, make_engine, redact_url, within
+from gateway.store.database import (
+    DATABASE_ERRORS,
+    TimedOut,
+    describe_error,
+    make_engine,
+    redact_url,
+    within,
+)
 from gateway.store.models import TABLES, TableName
 from gateway.telemetry.config import StoreConfig
 
@@ -33,8 +38,6 @@ RowCounter = Callable[[str, int], None]
 
 # What a database being down, slow or refusing a row looks like: the driver's errors arrive
 # wrapped in SQLAlchemyError, except refused or failed connections (OSError) and timeouts.
-_DB_ERRORS = (SQLAlchemyError, OSError, TimeoutError)
-_MIGRATION_ERRORS = (*_DB_ERRORS, CommandError)
 
 # Retention deletes at most this many rows of one table per transaction, and lets writes
 # in between: one long DELETE would hold the write lock (and SQLite's file lock) throughout.
@@ -92,6 +95,11 @@ class StoreWriter:
         # One writer at a time: SQLite allows no more, and rows then land in queue order.
         self._write_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def url(self) -> str:
+        """The database URL, secrets included: for connecting, never for showing."""
+        return self._url
 
     def put(self, table: TableName, row: Row) -> bool:
         """Queue one row; False (and counted as dropped) when the queue is full or closed.
@@ -180,7 +188,7 @@ class StoreWriter:
                     if chunk < RETENTION_CHUNK_ROWS:
                         break
                     await asyncio.sleep(0)
-        except _DB_ERRORS as exc:
+        except DATABASE_ERRORS as exc:
             error = str(exc) if isinstance(exc, TimedOut) else describe_error(exc, self._url)
             log.warning("record store: clean-up stopped after deleting %d rows: %s", deleted, error)
         return deleted
@@ -244,7 +252,7 @@ class StoreWriter:
                 connect_timeout_s=self._config.connect_timeout_s,
                 timeout_s=self._config.write_timeout_s,
             )
-        except _MIGRATION_ERRORS as exc:
+        except migrate.MIGRATION_ERRORS as exc:
             self._failed("migration", exc)
         else:
             self._schema_ready = True
@@ -265,7 +273,7 @@ class StoreWriter:
             except asyncio.CancelledError:
                 self._drop(batch)
                 raise
-            except _DB_ERRORS as exc:
+            except DATABASE_ERRORS as exc:
                 self._drop(batch)
                 self._failed("write", exc)
                 return False

@@ -9,13 +9,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from gateway.config import Config
 from gateway.quality.book import QualityBook
 from gateway.quality.prober import Prober
 from gateway.state import FleetState
-from gateway.store.database import resolve_url
+from gateway.store.database import DATABASE_ERRORS, resolve_url
 from gateway.store.reads import latest_quality
 from gateway.store.writer import StoreWriter
 from gateway.telemetry.access_log import AccessLog
@@ -35,7 +33,6 @@ class Telemetry:
     metrics: GatewayMetrics | None = None
     series: DashboardSeries | None = None
     store: StoreWriter | None = None
-    store_url: str | None = None
     rejections: dict[str, int] = field(default_factory=dict)
     """Requests refused before routing (bad key, body, JSON, model), by error code. Codes
     are the gateway's own, a small fixed set. Written on the event loop only."""
@@ -64,7 +61,6 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
         pipe.add_sink(telemetry.series)
     url = resolve_url(config.store)
     if url is not None:
-        telemetry.store_url = url
         metrics = telemetry.metrics
         telemetry.store = StoreWriter(
             config.store,
@@ -84,16 +80,15 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
     return telemetry
 
 
-def _written(metrics: GatewayMetrics | None) -> Any:
+def _written(metrics: GatewayMetrics | None) -> Callable[[str, int], None]:
     def count(table: str, rows: int) -> None:
         if metrics is not None:
             metrics.store_written.labels(table).inc(rows)
-            metrics.store_up.set(1)
 
     return count
 
 
-def _dropped(metrics: GatewayMetrics | None) -> Any:
+def _dropped(metrics: GatewayMetrics | None) -> Callable[[str, int], None]:
     def count(table: str, rows: int) -> None:
         if metrics is not None:
             metrics.dropped.labels(f"store:{table}").inc(rows)
@@ -110,8 +105,8 @@ async def start_telemetry(
 ) -> None:
     if telemetry.store is not None:
         await telemetry.store.start()
-        if book is not None and telemetry.store_url is not None:
-            await _restore_quality(book, telemetry.store_url, config)
+        if book is not None:
+            await _restore_quality(book, telemetry.store.url, config)
     telemetry.pipe.start()
     sampler = Sampler(
         state,
@@ -138,7 +133,7 @@ async def _restore_quality(book: QualityBook, url: str, config: Config) -> None:
             max_rows=10 * config.quality.max_pairs,
             timeout_s=config.store.connect_timeout_s,
         )
-    except (SQLAlchemyError, OSError, TimeoutError) as exc:
+    except DATABASE_ERRORS as exc:
         logger.warning("quality scores not restored from the store: %s", type(exc).__name__)
         return
     restored = [
