@@ -176,7 +176,7 @@ def render(rows: Sequence[dict[str, Any]], params: dict[str, Any]) -> str:
             latency_table(rows),
             "Where the time goes (µs; index + snapshot = decision - fingerprint - pipeline)",
             split_table(rows),
-            "Pipeline by plugin (p50 µs; the rest of the pipeline builds the candidate reports)",
+            "Pipeline by plugin (p50 µs; the rest is the pipeline's own bookkeeping)",
             plugin_table(rows),
         ]
     )

@@ -64,6 +64,7 @@ class Router:
     ) -> None:
         self._quality = quality
         self._routes = {route.name: route for route in config.routes}
+        self._members = {route.name: frozenset(route.backends) for route in config.routes}
         self._state = state
         self._pipelines = pipelines
         self.fingerprinter = Fingerprinter(counter or TokenCounter())
@@ -114,7 +115,7 @@ class Router:
             backends=views,
             now_s=time.time(),
             cached_tokens=work.cached_tokens,
-            quality=QualityViews(quality, route.backends, route.model)
+            quality=QualityViews(quality, route.backends, route.model, self._members[route.name])
             if quality is not None
             else {},
         )

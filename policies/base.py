@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from typing import ClassVar, Final, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -99,11 +99,12 @@ class Snapshot:
     """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
     quality: Mapping[str, QualityView] = field(default_factory=dict)
     """Each backend's live quality for the request's model; absent: no quality tracking."""
-    derived: dict[tuple[object, ...], float] = field(
+    derived: dict[tuple[object, ...], dict[str, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
-    """Numbers computed from this snapshot alone, shared by the policies of one decision
-    (e.g. predicted TTFT per backend, read by both sla-filter and kv-cost-scorer)."""
+    """Numbers computed from this snapshot alone, shared by the policies of one decision:
+    per key (e.g. `("ttft", chunk_tokens)`), a number per backend name (e.g. predicted TTFT,
+    read by both sla-filter and kv-cost-scorer)."""
 
 
 Reason = str | Callable[[], str]
@@ -116,10 +117,21 @@ def _text(reason: Reason) -> str:
     return reason if isinstance(reason, str) else reason()
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class Verdict:
-    keep: bool
-    why: Reason
+    """A filter's answer about one candidate: keep it or drop it, and why.
+
+    Verdict and Score are plain slotted classes, not frozen dataclasses: a 16-backend
+    decision makes over a hundred of them, and a frozen dataclass's `__init__` (one
+    `object.__setattr__` per field) costs four times as much. Their attributes are
+    `Final`, so mypy keeps them read-only. Two are equal when their values and reason
+    texts are.
+    """
+
+    __slots__ = ("keep", "why")
+
+    def __init__(self, keep: bool, why: Reason) -> None:
+        self.keep: Final = keep
+        self.why: Final = why
 
     @property
     def reason(self) -> str:
@@ -133,11 +145,18 @@ class Verdict:
     def __hash__(self) -> int:
         return hash((self.keep, self.reason))
 
+    def __repr__(self) -> str:
+        return f"Verdict(keep={self.keep!r}, reason={self.reason!r})"
 
-@dataclass(frozen=True, slots=True, eq=False)
+
 class Score:
-    value: float
-    why: Reason
+    """A scorer's answer about one candidate: a value in [0, 1], higher is better, and why."""
+
+    __slots__ = ("value", "why")
+
+    def __init__(self, value: float, why: Reason) -> None:
+        self.value: Final = value
+        self.why: Final = why
 
     @property
     def reason(self) -> str:
@@ -151,13 +170,29 @@ class Score:
     def __hash__(self) -> int:
         return hash((self.value, self.reason))
 
+    def __repr__(self) -> str:
+        return f"Score(value={self.value!r}, reason={self.reason!r})"
 
-@dataclass(frozen=True, slots=True)
+
 class Ranked:
-    """A surviving candidate with its combined weighted score."""
+    """A surviving candidate with its combined weighted score (a plain class, as Score)."""
 
-    backend: BackendView
-    total: float
+    __slots__ = ("backend", "total")
+
+    def __init__(self, backend: BackendView, total: float) -> None:
+        self.backend: Final = backend
+        self.total: Final = total
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Ranked):
+            return NotImplemented
+        return (self.backend, self.total) == (other.backend, other.total)
+
+    def __hash__(self) -> int:
+        return hash((self.backend, self.total))
+
+    def __repr__(self) -> str:
+        return f"Ranked(backend={self.backend.name!r}, total={self.total!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +270,8 @@ class Decision:
     route: str
     model: str
     order: tuple[str, ...]
-    candidates: tuple[CandidateReport, ...]
+    candidates: Sequence[CandidateReport]
+    """Per candidate, in the order given: the reports of every plugin (built on first read)."""
     picker: str
     picker_reason: str
     timings_us: Mapping[str, float]

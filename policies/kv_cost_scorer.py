@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -21,12 +21,6 @@ from policies.predict import (
 
 _MIN_COST_MS = 1.0
 """Costs below a millisecond are noise; the floor also keeps `min / cost` defined."""
-
-
-class _Estimate(NamedTuple):
-    ttft_ms: float
-    tpot_ms: float
-    cost_ms: float
 
 
 class KvCostScorer:
@@ -65,39 +59,33 @@ class KvCostScorer:
         self.params = params
 
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
-        cached = cached_prompt_tokens_each(snapshot, candidates)
-        estimates = self._estimates(snapshot, candidates, cached)
-        cheapest = min((e.cost_ms for e in estimates), default=_MIN_COST_MS)
-        prompt = snapshot.request.prompt_tokens
-        return {
-            b.name: Score(cheapest / e.cost_ms, partial(_reason, hit, prompt, b.in_flight, e))
-            for b, hit, e in zip(candidates, cached, estimates, strict=True)
-        }
-
-    def _estimates(
-        self, snapshot: Snapshot, candidates: Sequence[BackendView], cached: Sequence[int]
-    ) -> list[_Estimate]:
         p = self.params
+        prompt = snapshot.request.prompt_tokens
+        cached = cached_prompt_tokens_each(snapshot, candidates)
         ttfts = predicted_ttfts_ms(snapshot, candidates, chunk_tokens=p.prefill_chunk_tokens)
         tpots = predicted_tpots_ms(candidates, growth_per_decode=p.tpot_growth_per_decode)
-        decode_weight, work_weight = p.decode_weight, p.work_weight
-        output, prompt = self._expected_output_tokens(snapshot), snapshot.request.prompt_tokens
-        estimates = []
-        for b, ttft, tpot, hit in zip(candidates, ttfts, tpots, cached, strict=True):
-            cost = ttft + decode_weight * tpot * output
-            if work_weight:
-                uncached = prompt - hit if prompt > hit else 0
-                cost += work_weight * prefill_ms(b, uncached)
-            estimates.append(_Estimate(ttft, tpot, max(cost, _MIN_COST_MS)))
-        return estimates
+        decode_ms = p.decode_weight * self._expected_output_tokens(snapshot)
+        costs = [ttft + decode_ms * tpot for ttft, tpot in zip(ttfts, tpots, strict=True)]
+        if p.work_weight:
+            work_weight = p.work_weight
+            for i, (b, hit) in enumerate(zip(candidates, cached, strict=True)):
+                costs[i] += work_weight * prefill_ms(b, prompt - hit if prompt > hit else 0)
+        costs = [cost if cost > _MIN_COST_MS else _MIN_COST_MS for cost in costs]
+        cheapest = min(costs, default=_MIN_COST_MS)
+        return {
+            b.name: Score(cheapest / cost, partial(_reason, hit, prompt, b.in_flight, ttft, tpot))
+            for b, hit, ttft, tpot, cost in zip(
+                candidates, cached, ttfts, tpots, costs, strict=True
+            )
+        }
 
     def _expected_output_tokens(self, snapshot: Snapshot) -> int:
         cap, asked = self.params.max_output_tokens, snapshot.request.max_tokens
         return cap if asked is None else max(0, min(asked, cap))
 
 
-def _reason(cached: int, prompt: int, in_flight: int, e: _Estimate) -> str:
+def _reason(cached: int, prompt: int, in_flight: int, ttft_ms: float, tpot_ms: float) -> str:
     return (
         f"{describe_cache(cached, prompt)}; {in_flight} in flight; "
-        f"predicted TTFT {e.ttft_ms:,.0f} ms, TPOT {e.tpot_ms:,.1f} ms"
+        f"predicted TTFT {ttft_ms:,.0f} ms, TPOT {tpot_ms:,.1f} ms"
     )

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from policies.base import (
     BackendView,
@@ -65,22 +65,21 @@ class Pipeline:
     ) -> Decision:
         started = time.perf_counter_ns()
         timings: dict[str, float] = {}
-        verdicts: dict[str, dict[str, Verdict]] = {b.name: {} for b in candidates}
-        survivors, dropped_by = self._filter(snapshot, candidates, verdicts, timings)
-        scores, totals = self._score(snapshot, survivors, timings)
+        survivors, filtered = self._filter(snapshot, candidates, timings)
+        totals, scored = self._score(snapshot, survivors, timings)
         if survivors:
             order, reason = self._pick(snapshot, survivors, totals, timings)
+        elif candidates:
+            # Filters stop once nothing survives, so the last one run emptied the set.
+            order, reason = (), f"no candidates left after {filtered[-1][0]}"
         else:
-            order, reason = (), _no_survivor_reason(candidates, dropped_by)
-        reports = tuple(
-            _report(b, totals, scores, dropped_by, verdicts[b.name]) for b in candidates
-        )
+            order, reason = (), "no candidates"
         return Decision(
             id=decision_id,
             route=snapshot.request.route,
             model=snapshot.request.model,
             order=order,
-            candidates=reports,
+            candidates=CandidateReports(candidates, filtered, scored, totals),
             picker=self.picker.name,
             picker_reason=reason,
             timings_us=timings,
@@ -89,51 +88,49 @@ class Pipeline:
         )
 
     def _filter(
-        self,
-        snapshot: Snapshot,
-        candidates: Sequence[BackendView],
-        verdicts: dict[str, dict[str, Verdict]],
-        timings: dict[str, float],
-    ) -> tuple[Sequence[BackendView], dict[str, str]]:
-        survivors, dropped_by = candidates, {}
+        self, snapshot: Snapshot, candidates: Sequence[BackendView], timings: dict[str, float]
+    ) -> tuple[Sequence[BackendView], list[tuple[str, Mapping[str, Verdict]]]]:
+        """The survivors, and each filter that ran with its answer, in order."""
+        survivors = candidates
+        filtered: list[tuple[str, Mapping[str, Verdict]]] = []
         for flt in self.filters:
             if not survivors:
                 break
             t0 = time.perf_counter_ns()
             answer = flt.filter(snapshot, survivors)
             timings[flt.name] = (time.perf_counter_ns() - t0) / 1000
-            kept, plugin = [], flt.name
-            for b in survivors:
-                verdict = answer.get(b.name, _NO_VERDICT)
-                verdicts[b.name][plugin] = verdict
-                if verdict.keep:
-                    kept.append(b)
-                else:
-                    dropped_by[b.name] = plugin
-            survivors = kept
-        return survivors, dropped_by
+            filtered.append((flt.name, answer))
+            get = answer.get
+            survivors = [b for b in survivors if get(b.name, _NO_VERDICT).keep]
+        return survivors, filtered
 
     def _score(
         self, snapshot: Snapshot, survivors: Sequence[BackendView], timings: dict[str, float]
-    ) -> tuple[dict[str, dict[str, Score]], dict[str, float]]:
-        scores: dict[str, dict[str, Score]] = {b.name: {} for b in survivors}
-        sums = dict.fromkeys(scores, 0.0)
+    ) -> tuple[dict[str, float], list[tuple[str, Mapping[str, Score]]]]:
+        """Each survivor's weighted mean score, and each scorer with its answer, in order."""
+        names = [b.name for b in survivors]
+        sums = [0.0] * len(names)
+        scored: list[tuple[str, Mapping[str, Score]]] = []
         weight_sum = 0.0
         for ws in self.scorers if survivors else ():
             t0 = time.perf_counter_ns()
             answer = ws.scorer.score(snapshot, survivors)
             timings[ws.scorer.name] = (time.perf_counter_ns() - t0) / 1000
-            plugin, weight = ws.scorer.name, ws.weight
+            scored.append((ws.scorer.name, answer))
+            weight = ws.weight
             weight_sum += weight
-            for name, per_plugin in scores.items():
-                score = answer.get(name)
-                if score is None or not 0.0 <= score.value <= 1.0:  # NaN fails both bounds
-                    score = _clamp(score)
-                per_plugin[plugin] = score
-                sums[name] += weight * score.value
+            get = answer.get
+            for i, name in enumerate(names):
+                score = get(name)
+                if score is None:
+                    continue
+                value = score.value
+                if not 0.0 <= value <= 1.0:  # NaN fails both bounds
+                    value = _clamp(score).value
+                sums[i] += weight * value
         if weight_sum > 0:
-            return scores, {name: s / weight_sum for name, s in sums.items()}
-        return scores, dict.fromkeys(sums, 0.0)
+            return {name: s / weight_sum for name, s in zip(names, sums, strict=True)}, scored
+        return dict.fromkeys(names, 0.0), scored
 
     def _pick(
         self,
@@ -152,6 +149,65 @@ class Pipeline:
                 f"expected distinct names among {tuple(totals)!r}"
             )
         return tuple(pick.order), pick.reason
+
+
+class CandidateReports(Sequence[CandidateReport]):
+    """A decision's per-candidate reports, built from the plugins' answers when first read.
+
+    Routing only needs the order; the reports (a verdict and a score per plugin and
+    candidate) are for the decisions API and the telemetry thread, so building them is
+    left to whoever reads them first. Two threads reading at once both build the same
+    tuple; either may be kept.
+    """
+
+    __slots__ = ("_answers", "_built")
+
+    def __init__(
+        self,
+        candidates: Sequence[BackendView],
+        filtered: Sequence[tuple[str, Mapping[str, Verdict]]],
+        scored: Sequence[tuple[str, Mapping[str, Score]]],
+        totals: Mapping[str, float],
+    ) -> None:
+        self._answers: tuple[Any, ...] | None = (candidates, filtered, scored, totals)
+        self._built: tuple[CandidateReport, ...] | None = None
+
+    def reports(self) -> tuple[CandidateReport, ...]:
+        built = self._built
+        if built is None:
+            answers = self._answers
+            assert answers is not None
+            built = self._built = tuple(_report(b.name, *answers[1:]) for b in answers[0])
+            self._answers = None
+        return built
+
+    @overload
+    def __getitem__(self, index: int) -> CandidateReport: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[CandidateReport, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> CandidateReport | tuple[CandidateReport, ...]:
+        return self.reports()[index]
+
+    def __len__(self) -> int:
+        return len(self.reports())
+
+    def __iter__(self) -> Iterator[CandidateReport]:
+        return iter(self.reports())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CandidateReports):
+            return self.reports() == other.reports()
+        if isinstance(other, tuple):
+            return self.reports() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.reports())
+
+    def __repr__(self) -> str:
+        return repr(self.reports())
 
 
 def build_pipelines(config: Config) -> dict[str, Pipeline]:
@@ -274,26 +330,28 @@ def _clamp(score: Score | None) -> Score:
     return Score(1.0 if value > 1.0 else 0.0, f"{score.reason} (clamped from {value:g})")
 
 
-def _no_survivor_reason(candidates: Sequence[BackendView], dropped_by: Mapping[str, str]) -> str:
-    if not candidates:
-        return "no candidates"
-    # Filters stop once nothing survives, so the last one to drop anything emptied the set.
-    return f"no candidates left after {list(dropped_by.values())[-1]}"
-
-
 def _report(
-    backend: BackendView,
+    name: str,
+    filtered: Sequence[tuple[str, Mapping[str, Verdict]]],
+    scored: Sequence[tuple[str, Mapping[str, Score]]],
     totals: Mapping[str, float],
-    scores: Mapping[str, Mapping[str, Score]],
-    dropped_by: Mapping[str, str],
-    verdicts: Mapping[str, Verdict],
 ) -> CandidateReport:
-    name = backend.name
-    by = dropped_by.get(name)
+    # Each filter ran on the survivors of the ones before, so a candidate has a verdict
+    # from every filter up to the one that dropped it.
+    verdicts: dict[str, Verdict] = {}
+    dropped_by = None
+    for plugin, answer in filtered:
+        verdicts[plugin] = verdict = answer.get(name, _NO_VERDICT)
+        if not verdict.keep:
+            dropped_by = plugin
+            break
+    scores = {}
+    if dropped_by is None:
+        scores = {plugin: _clamp(answer.get(name)) for plugin, answer in scored}
     return CandidateReport(
         backend=name,
         total=totals.get(name, 0.0),
-        scores=scores.get(name, {}),
-        dropped_by=by,
+        scores=scores,
+        dropped_by=dropped_by,
         verdicts=verdicts,
     )

@@ -107,15 +107,16 @@ def predicted_ttfts_ms(
     chunk_tokens: int = DEFAULT_PREFILL_CHUNK_TOKENS,
 ) -> list[float]:
     """`predicted_ttft_ms` of every candidate, in order, sharing the snapshot's memo."""
-    derived = snapshot.derived
-    found = [derived.get(("ttft", b.name, chunk_tokens)) for b in candidates]
+    memo = snapshot.derived.setdefault(("ttft", chunk_tokens), {})
+    get = memo.get
+    found = [get(b.name) for b in candidates]
     if None not in found:
         return cast(list[float], found)
     uncached = uncached_tokens_each(snapshot, candidates)
     out = []
     for b, known, tokens in zip(candidates, found, uncached, strict=True):
         if known is None:
-            known = derived[("ttft", b.name, chunk_tokens)] = _ttft_ms(b, tokens, chunk_tokens)
+            known = memo[b.name] = _ttft_ms(b, tokens, chunk_tokens)
         out.append(known)
     return out
 
@@ -134,7 +135,7 @@ def predicted_tpot_ms(
 ) -> float:
     """Time per output token on `b`: `tpot_ms * (1 + alpha * decoding)`, since a larger decode
     batch makes every step slower (memory-bound decode grows slowly, hence a small alpha)."""
-    return b.tpot_ms * (1.0 + growth_per_decode * max(0, b.decoding))
+    return predicted_tpots_ms((b,), growth_per_decode=growth_per_decode)[0]
 
 
 def predicted_tpots_ms(
@@ -142,8 +143,8 @@ def predicted_tpots_ms(
     *,
     growth_per_decode: float = DEFAULT_TPOT_GROWTH_PER_DECODE,
 ) -> list[float]:
-    """`predicted_tpot_ms` of every candidate, in order."""
-    return [predicted_tpot_ms(b, growth_per_decode=growth_per_decode) for b in candidates]
+    """`predicted_tpot_ms` of every candidate, in order (the formula lives here: one pass)."""
+    return [b.tpot_ms * (1.0 + growth_per_decode * max(0, b.decoding)) for b in candidates]
 
 
 def describe_cache(cached: int, prompt_tokens: int) -> str:

@@ -18,22 +18,6 @@ class _Target(NamedTuple):
     ms: float
     shown: str
     """`500 ms`, formatted once per request rather than once per candidate."""
-    missed: tuple[Metric, ...]
-    """`(metric,)`: what a candidate missing this target misses."""
-
-
-class _Assessment(NamedTuple):
-    missed: tuple[Metric, ...]
-    predicted: tuple[float, ...]
-    """Per target, in the order of the request's targets."""
-    targets: tuple[_Target, ...]
-
-    def reason(self) -> str:
-        phrases = []
-        for t, predicted in zip(self.targets, self.predicted, strict=True):
-            sign = "≤" if predicted <= t.ms else ">"
-            phrases.append(f"predicted {t.metric} {_ms(predicted)} {sign} target {t.shown}")
-        return "; ".join(phrases)
 
 
 class SlaFilter:
@@ -62,16 +46,24 @@ class SlaFilter:
         if not targets:
             return {b.name: _NO_SLA for b in candidates}
         columns = [self._predicted(snapshot, candidates, t.metric) for t in targets]
-        found = {
-            b.name: _assess(targets, predicted)
-            for b, predicted in zip(candidates, zip(*columns, strict=True), strict=True)
-        }
-        if self.params.strict or any(not a.missed for a in found.values()):
-            return {name: Verdict(not a.missed, a.reason) for name, a in found.items()}
-        missed = {m for a in found.values() for m in a.missed}
+        rows = list(zip(*columns, strict=True))  # per candidate, a prediction per target
+        if len(targets) == 1:  # the usual case
+            limit = targets[0].ms
+            keeps = [predicted <= limit for predicted in columns[0]]
+        else:
+            keeps = [_meets(targets, row) for row in rows]
+        if self.params.strict or any(keeps):
+            return {
+                b.name: Verdict(keep, partial(_reason, targets, row))
+                for b, keep, row in zip(candidates, keeps, rows, strict=True)
+            }
+        missed = {t.metric for row in rows for t, p in zip(targets, row, strict=True) if p > t.ms}
         summary = " or ".join(f"{t.metric} {t.shown}" for t in targets if t.metric in missed)
         keep_all = f"all candidates predicted to miss {summary}; keeping all"
-        return {name: Verdict(True, partial(_kept, keep_all, a)) for name, a in found.items()}
+        return {
+            b.name: Verdict(True, partial(_kept, keep_all, targets, row))
+            for b, row in zip(candidates, rows, strict=True)
+        }
 
     def _predicted(
         self, snapshot: Snapshot, candidates: Sequence[BackendView], metric: Metric
@@ -83,24 +75,28 @@ class SlaFilter:
         return predicted_tpots_ms(candidates, growth_per_decode=p.tpot_growth_per_decode)
 
 
-def _assess(targets: tuple[_Target, ...], predicted: tuple[float, ...]) -> _Assessment:
-    if len(targets) == 1:  # the usual case, without the generator
-        missed = targets[0].missed if predicted[0] > targets[0].ms else ()
-    else:
-        missed = tuple(t.metric for t, p in zip(targets, predicted, strict=True) if p > t.ms)
-    return _Assessment(missed, predicted, targets)
+def _meets(targets: tuple[_Target, ...], predicted: tuple[float, ...]) -> bool:
+    return all(p <= t.ms for t, p in zip(targets, predicted, strict=True))
 
 
-def _kept(summary: str, assessment: _Assessment) -> str:
-    return f"{summary} ({assessment.reason()})"
+def _reason(targets: tuple[_Target, ...], predicted: tuple[float, ...]) -> str:
+    phrases = []
+    for t, p in zip(targets, predicted, strict=True):
+        sign = "≤" if p <= t.ms else ">"
+        phrases.append(f"predicted {t.metric} {_ms(p)} {sign} target {t.shown}")
+    return "; ".join(phrases)
+
+
+def _kept(summary: str, targets: tuple[_Target, ...], predicted: tuple[float, ...]) -> str:
+    return f"{summary} ({_reason(targets, predicted)})"
 
 
 def _targets(request: RequestInfo) -> tuple[_Target, ...]:
     targets = []
     if request.ttft_slo_ms is not None:
-        targets.append(_Target("TTFT", request.ttft_slo_ms, _ms(request.ttft_slo_ms), ("TTFT",)))
+        targets.append(_Target("TTFT", request.ttft_slo_ms, _ms(request.ttft_slo_ms)))
     if request.tpot_slo_ms is not None:
-        targets.append(_Target("TPOT", request.tpot_slo_ms, _ms(request.tpot_slo_ms), ("TPOT",)))
+        targets.append(_Target("TPOT", request.tpot_slo_ms, _ms(request.tpot_slo_ms)))
     return tuple(targets)
 
 

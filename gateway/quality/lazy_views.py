@@ -2,28 +2,53 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Set
+from typing import TypeVar, overload
 
 from gateway.quality.book import QualityBook
 from policies.base import QualityView
+
+T = TypeVar("T")
 
 
 class QualityViews(Mapping[str, QualityView]):
     """`snapshot.quality`: a profile without quality policies pays nothing for it."""
 
-    __slots__ = ("_backends", "_book", "_model", "_seen")
+    __slots__ = ("_backends", "_book", "_members", "_model", "_seen")
 
-    def __init__(self, book: QualityBook, backends: Sequence[str], model: str) -> None:
+    def __init__(
+        self,
+        book: QualityBook,
+        backends: Sequence[str],
+        model: str,
+        members: Set[str] | None = None,
+    ) -> None:
+        """`members`: `backends` as a set, when the caller keeps one (saves a scan)."""
         self._book = book
         self._backends = backends
+        self._members = members if members is not None else frozenset(backends)
         self._model = model
         self._seen: dict[str, QualityView] = {}
 
     def __getitem__(self, name: str) -> QualityView:
+        view = self.get(name)
+        if view is None:
+            raise KeyError(name)
+        return view
+
+    @overload
+    def get(self, name: str, /) -> QualityView | None: ...
+
+    @overload
+    def get(self, name: str, /, default: QualityView | T) -> QualityView | T: ...
+
+    def get(self, name: str, /, default: object = None) -> object:
+        # Mapping.get goes through __getitem__ and an exception; policies call this
+        # once per candidate and decision.
         view = self._seen.get(name)
         if view is None:
-            if name not in self._backends:
-                raise KeyError(name)
+            if name not in self._members:
+                return default
             view = self._seen[name] = self._book.view(name, self._model)
         return view
 

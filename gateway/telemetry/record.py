@@ -7,7 +7,7 @@ telemetry thread, off the request path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,7 +153,7 @@ def deciding_policy(decision: Decision, weights: Mapping[str, float]) -> Decidin
     return DecidingPolicy(best, mine.scores[best].reason)
 
 
-def _by_filter(candidates: tuple[CandidateReport, ...], chosen: str) -> DecidingPolicy:
+def _by_filter(candidates: Sequence[CandidateReport], chosen: str) -> DecidingPolicy:
     dropped: dict[str, int] = {}
     example: dict[str, str] = {}
     for report in candidates:

@@ -274,3 +274,22 @@ def test_build_pipelines_keys_by_profile_and_keeps_declared_order() -> None:
     balanced = pipes["balanced"]
     assert [f.name for f in balanced.filters] == ["healthy-filter"]
     assert [(s.scorer.name, s.weight) for s in balanced.scorers] == [("load", 2.0)]
+
+
+def test_candidate_reports_follow_each_filter_and_scorer() -> None:
+    """Reports are built from the plugins' answers when read: a dropped candidate has the
+    verdicts up to the filter that dropped it and no scores; a survivor has every one."""
+    strict = PolicyConfig(type="healthy-filter", name="health", params={"panic_mode": False})
+    pipe = pipeline(["health", "capacity-filter", ("one", 2.0)], [strict, fixed("one", b=0.5)])
+    full = backend("c", in_flight=4, max_concurrency=4)
+    candidates = [backend("a", healthy=False), backend("b"), full]
+    decision = pipe.decide(snapshot(candidates), candidates, "d")
+    reports = decision.candidates
+    assert [r.backend for r in reports] == ["a", "b", "c"] and len(reports) == 3
+    a, b, c = reports
+    assert (a.dropped_by, list(a.verdicts), a.scores) == ("health", ["health"], {})
+    assert (c.dropped_by, list(c.verdicts)) == ("capacity-filter", ["health", "capacity-filter"])
+    assert b.dropped_by is None and list(b.verdicts) == ["health", "capacity-filter"]
+    assert b.scores == {"one": Score(0.5, "fixed 0.5")} and b.total == 0.5
+    # A sequence like the tuple it stands for, the same on every read.
+    assert reports == tuple(reports) and reports[1:] == (b, c) and reports[0] is a
