@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -174,6 +175,6 @@ def slo_header(value: str | None, name: str) -> float | None:
         target = float(value)
     except ValueError:
         raise InvalidRequest(f"header {name} must be a number of milliseconds") from None
-    if target <= 0:
-        raise InvalidRequest(f"header {name} must be positive")
+    if not 0 < target < math.inf:  # also refuses nan and inf
+        raise InvalidRequest(f"header {name} must be a positive, finite number of milliseconds")
     return target

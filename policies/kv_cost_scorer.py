@@ -64,13 +64,15 @@ class KvCostScorer:
         cached = cached_prompt_tokens_each(snapshot, candidates)
         ttfts = predicted_ttfts_ms(snapshot, candidates, chunk_tokens=p.prefill_chunk_tokens)
         tpots = predicted_tpots_ms(candidates, growth_per_decode=p.tpot_growth_per_decode)
-        decode_ms = p.decode_weight * self._expected_output_tokens(snapshot)
-        costs = [ttft + decode_ms * tpot for ttft, tpot in zip(ttfts, tpots, strict=True)]
+        decode_weight, output = p.decode_weight, self._expected_output_tokens(snapshot)
+        costs = [
+            ttft + decode_weight * tpot * output for ttft, tpot in zip(ttfts, tpots, strict=True)
+        ]
         if p.work_weight:
             work_weight = p.work_weight
             for i, (b, hit) in enumerate(zip(candidates, cached, strict=True)):
                 costs[i] += work_weight * prefill_ms(b, prompt - hit if prompt > hit else 0)
-        costs = [cost if cost > _MIN_COST_MS else _MIN_COST_MS for cost in costs]
+        costs = [max(cost, _MIN_COST_MS) for cost in costs]  # NaN stays NaN: scored 0
         cheapest = min(costs, default=_MIN_COST_MS)
         return {
             b.name: Score(cheapest / cost, partial(_reason, hit, prompt, b.in_flight, ttft, tpot))

@@ -156,8 +156,8 @@ class CandidateReports(Sequence[CandidateReport]):
 
     Routing only needs the order; the reports (a verdict and a score per plugin and
     candidate) are for the decisions API and the telemetry thread, so building them is
-    left to whoever reads them first. Two threads reading at once both build the same
-    tuple; either may be kept.
+    left to whoever reads them first (in the gateway, the telemetry thread). Two threads
+    reading at once may both build them, from the same answers, so to equal tuples.
     """
 
     __slots__ = ("_answers", "_built")
@@ -174,11 +174,15 @@ class CandidateReports(Sequence[CandidateReport]):
 
     def reports(self) -> tuple[CandidateReport, ...]:
         built = self._built
-        if built is None:
-            answers = self._answers
-            assert answers is not None
-            built = self._built = tuple(_report(b.name, *answers[1:]) for b in answers[0])
-            self._answers = None
+        if built is not None:
+            return built
+        answers = self._answers
+        if answers is None:  # another thread built them since the first read
+            built = self._built
+            assert built is not None  # set before the answers were let go
+            return built
+        built = self._built = tuple(_report(b.name, *answers[1:]) for b in answers[0])
+        self._answers = None
         return built
 
     @overload

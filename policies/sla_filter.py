@@ -49,7 +49,7 @@ class SlaFilter:
         rows = list(zip(*columns, strict=True))  # per candidate, a prediction per target
         if len(targets) == 1:  # the usual case
             limit = targets[0].ms
-            keeps = [predicted <= limit for predicted in columns[0]]
+            keeps = [not predicted > limit for predicted in columns[0]]  # NaN: not a miss
         else:
             keeps = [_meets(targets, row) for row in rows]
         if self.params.strict or any(keeps):
@@ -76,7 +76,7 @@ class SlaFilter:
 
 
 def _meets(targets: tuple[_Target, ...], predicted: tuple[float, ...]) -> bool:
-    return all(p <= t.ms for t, p in zip(targets, predicted, strict=True))
+    return not any(p > t.ms for t, p in zip(targets, predicted, strict=True))
 
 
 def _reason(targets: tuple[_Target, ...], predicted: tuple[float, ...]) -> str:

@@ -80,11 +80,12 @@ async def test_sla_headers_must_be_numbers(
 ) -> None:
     engine = await start_emulator()
     gw = await start_gateway(make_config({"only": engine.base_url}))
-    bad = await gw.client.post(
-        "/v1/chat/completions", json=chat("x"), headers={"x-switchyard-ttft-ms": "soon"}
-    )
-    assert bad.status_code == 400
-    assert "x-switchyard-ttft-ms" in bad.json()["error"]["message"]
+    for value in ("soon", "nan", "inf", "-5", "0"):
+        bad = await gw.client.post(
+            "/v1/chat/completions", json=chat("x"), headers={"x-switchyard-ttft-ms": value}
+        )
+        assert bad.status_code == 400, value
+        assert "x-switchyard-ttft-ms" in bad.json()["error"]["message"]
     ok = await gw.client.post(
         "/v1/chat/completions", json=chat("x"), headers={"x-switchyard-ttft-ms": "500"}
     )

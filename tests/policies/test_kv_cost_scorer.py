@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -127,3 +128,13 @@ def test_work_weight_counts_the_prefill_a_request_adds(
     hot = {"queued_prefill_tokens": 13_000, "in_flight": 3}
     scores = scores_for(hot, params={"work_weight": work_weight})
     assert scores == pytest.approx(expected)
+
+
+def test_a_nan_cost_scores_nothing_rather_than_best() -> None:
+    """An infinite TPOT with no output tokens gives a NaN cost: no score, never the best."""
+    candidates = [backend("ok"), backend("weird", tpot_ms=math.inf)]
+    scores = KvCostScorer("kv", KvCostScorer.Params()).score(
+        snapshot(candidates, max_tokens=0), candidates
+    )
+    assert scores["ok"].value == 1.0
+    assert math.isnan(scores["weird"].value)

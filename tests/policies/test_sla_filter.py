@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -125,3 +126,11 @@ def test_all_miss_one_target_names_only_that_target() -> None:
         "(predicted TTFT 1,240 ms > target 500 ms)",
     )
     assert verdicts["a"].keep
+
+
+def test_a_nan_prediction_is_not_a_miss() -> None:
+    """Only a prediction above the target misses it; NaN (no estimate) keeps the candidate."""
+    candidates = [backend("a", tpot_ms=math.nan), backend("b", tpot_ms=500.0)]
+    flt = SlaFilter("sla-filter", SlaFilter.Params(strict=True))
+    verdicts = flt.filter(snapshot(candidates, tpot_slo_ms=50.0), candidates)
+    assert (verdicts["a"].keep, verdicts["b"].keep) == (True, False)
