@@ -46,6 +46,7 @@ def _serve(args: argparse.Namespace) -> int:
         "log_level": args.log_level,
         "access_log": False,
         "timeout_graceful_shutdown": 5,
+        "timeout_keep_alive": server.keep_alive_s,
     }
     from gateway.workers import prepare_metrics_dir, prepare_workers
 

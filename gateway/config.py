@@ -132,6 +132,13 @@ class BackendConfig(_Strict):
     models: list[str] = Field(min_length=1)
     max_concurrency: int = Field(64, ge=1)
     max_connections: int = Field(256, ge=1)
+    idle_keepalive_s: float = Field(
+        4.0,
+        gt=0,
+        description="Idle connections to the backend are closed after this. Keep it below "
+        "the backend's own keep-alive (uvicorn, hence vLLM and SGLang, and llama.cpp: 5 s), "
+        "or a request may be sent on a connection the backend is closing at that moment.",
+    )
     cache: CacheConfig = CacheConfig()
     timeouts: BackendTimeouts | None = Field(
         None, description="Per-backend deadlines; total_s is per request, so only top-level."
@@ -207,6 +214,13 @@ class ServerConfig(_Strict):
     port: int = Field(8080, ge=0, le=65535)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
     decision_ring_size: int = Field(4096, ge=1)
+    keep_alive_s: int = Field(
+        75,
+        ge=1,
+        description="Idle client connections are kept open this long. Longer than clients "
+        "keep idle pooled connections (OpenAI SDK and httpx: 5 s, aiohttp: 15 s), so that "
+        "a client never reuses one the gateway is closing (a reset request).",
+    )
     log_queue_size: int = Field(10_000, ge=1)
     api_keys_env: str | None = Field(
         None, description="Env var with comma-separated client keys; unset means no auth."

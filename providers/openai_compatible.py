@@ -35,13 +35,20 @@ _MAX_ERROR_BODY_BYTES = 64 * 1024
 
 class OpenAICompatibleProvider:
     def __init__(
-        self, name: str, base_url: str, api_key: str | None, *, max_connections: int = 256
+        self,
+        name: str,
+        base_url: str,
+        api_key: str | None,
+        *,
+        max_connections: int = 256,
+        idle_keepalive_s: float = 4.0,
     ) -> None:
         self.name = name
         self._base_url = base_url.rstrip("/")
         self._api_key = api_key
         self._headers = upstream_headers(api_key)
         self._max_connections = max_connections
+        self._idle_keepalive_s = idle_keepalive_s
         self._session: aiohttp.ClientSession | None = None
 
     @property
@@ -49,7 +56,9 @@ class OpenAICompatibleProvider:
         # Created lazily: a session binds to the running loop.
         if self._session is None:
             connector = aiohttp.TCPConnector(
-                limit=self._max_connections, limit_per_host=0, keepalive_timeout=30
+                limit=self._max_connections,
+                limit_per_host=0,
+                keepalive_timeout=self._idle_keepalive_s,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector, trust_env=False, raise_for_status=False

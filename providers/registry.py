@@ -10,5 +10,9 @@ from providers.openai_compatible import OpenAICompatibleProvider
 def build_provider(config: BackendConfig, base_url: str) -> Provider:
     """Every kind known today speaks the OpenAI wire format; native adapters come later."""
     return OpenAICompatibleProvider(
-        config.name, base_url, config.api_key(), max_connections=config.max_connections
+        config.name,
+        base_url,
+        config.api_key(),
+        max_connections=config.max_connections,
+        idle_keepalive_s=config.idle_keepalive_s,
     )
