@@ -5,6 +5,7 @@ The gateway builds one `Pipeline` per profile with `build_pipelines(config)` and
 renders the result for logs and `GET /v1/switchyard/decisions/{id}`.
 """
 
+from policies.answers import Scores, Verdicts
 from policies.base import (
     BackendView,
     CandidateReport,
@@ -47,8 +48,10 @@ __all__ = [
     "Role",
     "Score",
     "Scorer",
+    "Scores",
     "Snapshot",
     "Verdict",
+    "Verdicts",
     "WeightedScorer",
     "build_pipelines",
     "create",

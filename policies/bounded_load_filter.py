@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from policies.answers import Verdicts
 from policies.base import BackendView, PolicyParams, Role, Snapshot, Verdict
 from policies.predict import uncached_tokens_each
 
@@ -39,8 +40,16 @@ class _Bound:
         return f"bound {self.limit:,} (mean {mean_text}, ε {self.epsilon:g})"
 
 
-def _below_min(in_flight: int, minimum: int) -> str:
-    return f"{in_flight} in flight < min {minimum}, not bounded"
+_Case = Literal["idle", "within", "least", "over"]
+"""Under `min_in_flight`; within the bound; over it but kept as the least loaded; over it."""
+
+
+def _reason(bound: _Bound, minimum: int, case: _Case, b: BackendView, now: int, more: int) -> str:
+    if case == "idle":
+        return f"{b.in_flight} in flight < min {minimum}, not bounded"
+    if case == "least":
+        return bound.describe_kept(now, more)
+    return bound.describe(now, more, "≤" if case == "within" else ">")
 
 
 class BoundedLoadFilter:
@@ -80,18 +89,19 @@ class BoundedLoadFilter:
         bound = self._bound(snapshot, current)
         limit, minimum = bound.limit, self.params.min_in_flight
         least = min(map(operator.add, current, added))
-        verdicts = {}
+        cases: list[_Case] = []
         for b, now, more in zip(candidates, current, added, strict=True):
             if b.in_flight < minimum:
-                verdict = Verdict(True, partial(_below_min, b.in_flight, minimum))
+                cases.append("idle")
             elif now + more <= limit:
-                verdict = Verdict(True, partial(bound.describe, now, more, "≤"))
+                cases.append("within")
             elif now + more == least:
-                verdict = Verdict(True, partial(bound.describe_kept, now, more))
+                cases.append("least")
             else:
-                verdict = Verdict(False, partial(bound.describe, now, more, ">"))
-            verdicts[b.name] = verdict
-        return verdicts
+                cases.append("over")
+        keep = [case != "over" for case in cases]
+        why = partial(_reason, bound, minimum)
+        return Verdicts(candidates, keep, why, cases, candidates, current, added)
 
     def _loads(
         self, snapshot: Snapshot, candidates: Sequence[BackendView]

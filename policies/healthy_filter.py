@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+from policies.answers import Verdicts
 from policies.base import BackendView, PolicyParams, Role, Snapshot, Verdict
-
-_HEALTHY = Verdict(True, "healthy")
 
 
 class HealthyFilter:
@@ -32,8 +31,8 @@ class HealthyFilter:
         if self.params.panic_mode and candidates and not any(b.healthy for b in candidates):
             panic = Verdict(True, f"panic: all {len(candidates)} candidates unhealthy, keeping all")
             return {b.name: panic for b in candidates}
-        return {b.name: _HEALTHY if b.healthy else _unhealthy(b) for b in candidates}
+        return Verdicts(candidates, [b.healthy for b in candidates], _reason, candidates)
 
 
-def _unhealthy(backend: BackendView) -> Verdict:
-    return Verdict(False, backend.health_reason or "unhealthy")
+def _reason(backend: BackendView) -> str:
+    return "healthy" if backend.healthy else backend.health_reason or "unhealthy"

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from policies.answers import Scores
 from policies.base import BackendView, Role, Score, Snapshot
 from policies.predict import (
     PredictionParams,
@@ -74,20 +75,18 @@ class KvCostScorer:
                 costs[i] += work_weight * prefill_ms(b, prompt - hit if prompt > hit else 0)
         costs = [max(cost, _MIN_COST_MS) for cost in costs]  # NaN stays NaN: scored 0
         cheapest = min(costs, default=_MIN_COST_MS)
-        return {
-            b.name: Score(cheapest / cost, partial(_reason, hit, prompt, b.in_flight, ttft, tpot))
-            for b, hit, ttft, tpot, cost in zip(
-                candidates, cached, ttfts, tpots, costs, strict=True
-            )
-        }
+        values = [cheapest / cost for cost in costs]
+        return Scores(
+            candidates, values, partial(_reason, prompt), cached, candidates, ttfts, tpots
+        )
 
     def _expected_output_tokens(self, snapshot: Snapshot) -> int:
         cap, asked = self.params.max_output_tokens, snapshot.request.max_tokens
         return cap if asked is None else max(0, min(asked, cap))
 
 
-def _reason(cached: int, prompt: int, in_flight: int, ttft_ms: float, tpot_ms: float) -> str:
+def _reason(prompt: int, cached: int, b: BackendView, ttft_ms: float, tpot_ms: float) -> str:
     return (
-        f"{describe_cache(cached, prompt)}; {in_flight} in flight; "
+        f"{describe_cache(cached, prompt)}; {b.in_flight} in flight; "
         f"predicted TTFT {ttft_ms:,.0f} ms, TPOT {tpot_ms:,.1f} ms"
     )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import ClassVar
 
 from pydantic import Field
 
+from policies.answers import Scores
 from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
 
 
@@ -43,15 +43,14 @@ class LoadScorer:
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
         p = self.params
         in_flight_scale, tokens_scale, kv_weight = p.in_flight_scale, p.tokens_scale, p.kv_weight
-        scores = {}
-        for b in candidates:
-            load = (
-                effective_requests(b) / in_flight_scale
-                + max(0, b.queued_prefill_tokens) / tokens_scale
-                + kv_weight * (b.engine_kv_usage or 0.0)
-            )
-            scores[b.name] = Score(1.0 / (1.0 + load), partial(_reason, b))
-        return scores
+        loads = [
+            effective_requests(b) / in_flight_scale
+            + max(0, b.queued_prefill_tokens) / tokens_scale
+            + kv_weight * (b.engine_kv_usage or 0.0)
+            for b in candidates
+        ]
+        values = [1.0 / (1.0 + load) for load in loads]
+        return Scores(candidates, values, _reason, candidates)
 
 
 def effective_requests(b: BackendView) -> int:

@@ -6,8 +6,10 @@ import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import TYPE_CHECKING, Any, cast, overload
 
+from policies.answers import Scores, Verdicts
 from policies.base import (
     BackendView,
     CandidateReport,
@@ -100,8 +102,11 @@ class Pipeline:
             answer = flt.filter(snapshot, survivors)
             timings[flt.name] = (time.perf_counter_ns() - t0) / 1000
             filtered.append((flt.name, answer))
-            get = answer.get
-            survivors = [b for b in survivors if get(b.name, _NO_VERDICT).keep]
+            if isinstance(answer, Verdicts) and answer.candidates is survivors:
+                survivors = list(compress(survivors, answer.keep))
+            else:
+                get = answer.get
+                survivors = [b for b in survivors if get(b.name, _NO_VERDICT).keep]
         return survivors, filtered
 
     def _score(
@@ -119,14 +124,16 @@ class Pipeline:
             scored.append((ws.scorer.name, answer))
             weight = ws.weight
             weight_sum += weight
-            get = answer.get
-            for i, name in enumerate(names):
-                score = get(name)
-                if score is None:
+            if isinstance(answer, Scores) and answer.candidates is survivors:
+                values: Sequence[float | None] = answer.value
+            else:
+                get = answer.get
+                values = [None if (s := get(name)) is None else s.value for name in names]
+            for i, value in enumerate(values):
+                if value is None:
                     continue
-                value = score.value
-                if not 0.0 <= value <= 1.0:  # NaN fails both bounds
-                    value = _clamp(score).value
+                if not 0.0 <= value <= 1.0:  # NaN fails both bounds and counts as 0, as in _clamp
+                    value = 1.0 if value > 1.0 else 0.0
                 sums[i] += weight * value
         if weight_sum > 0:
             return {name: s / weight_sum for name, s in zip(names, sums, strict=True)}, scored

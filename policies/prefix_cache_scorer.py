@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from policies.answers import Scores
 from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
 from policies.predict import cached_prompt_tokens_each, describe_cache
 
@@ -36,7 +37,9 @@ class PrefixCacheScorer:
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
         prompt, scale = snapshot.request.prompt_tokens, self.params.scale_tokens
         cached = cached_prompt_tokens_each(snapshot, candidates)
-        return {
-            b.name: Score(-math.expm1(-hit / scale), partial(describe_cache, hit, prompt))
-            for b, hit in zip(candidates, cached, strict=True)
-        }
+        values = [-math.expm1(-hit / scale) for hit in cached]
+        return Scores(candidates, values, partial(_reason, prompt), cached)
+
+
+def _reason(prompt: int, cached: int) -> str:
+    return describe_cache(cached, prompt)

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from pydantic import Field
 
+from policies.answers import Verdicts
 from policies.base import BackendView, PolicyParams, QualityView, Role, Snapshot, Verdict
 
 
@@ -41,11 +42,16 @@ class QualityFilter:
     def filter(
         self, snapshot: Snapshot, candidates: Sequence[BackendView]
     ) -> Mapping[str, Verdict]:
-        quality = snapshot.quality
-        views = {b.name: quality.get(b.name) for b in candidates}
-        bad = [name for name, view in views.items() if view is not None and self._bad(view)]
+        get = snapshot.quality.get
+        column = [get(b.name) for b in candidates]
+        bad = [
+            b.name
+            for b, view in zip(candidates, column, strict=True)
+            if view is not None and self._bad(view)
+        ]
         if not bad:
-            return {name: _kept(view) for name, view in views.items()}
+            return Verdicts(candidates, [True] * len(candidates), _kept_text, column)
+        views = dict(zip((b.name for b in candidates), column, strict=True))
         if len(bad) == len(candidates):
             panic = Verdict(True, f"panic: all {len(bad)} candidates ejected, keeping all")
             return {name: panic for name in views}
@@ -82,12 +88,12 @@ def _fidelity(view: QualityView | None) -> float:
 
 
 def _kept(view: QualityView | None) -> Verdict:
-    if view is None:
-        return _UNTRACKED
     return Verdict(True, partial(_kept_text, view))
 
 
-def _kept_text(view: QualityView) -> str:
+def _kept_text(view: QualityView | None) -> str:
+    if view is None:
+        return "quality not tracked"
     return f"quality {view.state}, fidelity {view.fidelity:.2f}"
 
 
@@ -95,6 +101,3 @@ def _bad_text(view: QualityView) -> str:
     if view.state == "ejected":
         return f"ejected for {view.ejected_for_s:.0f}s more: {view.reason}"
     return f"fidelity {view.fidelity:.2f}: {view.reason}"
-
-
-_UNTRACKED = Verdict(True, "quality not tracked")

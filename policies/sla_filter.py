@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import ClassVar, Literal, NamedTuple
 
+from policies.answers import Verdicts
 from policies.base import BackendView, RequestInfo, Role, Snapshot, Verdict
 from policies.predict import PredictionParams, predicted_tpots_ms, predicted_ttfts_ms
 
@@ -53,17 +54,11 @@ class SlaFilter:
         else:
             keeps = [_meets(targets, row) for row in rows]
         if self.params.strict or any(keeps):
-            return {
-                b.name: Verdict(keep, partial(_reason, targets, row))
-                for b, keep, row in zip(candidates, keeps, rows, strict=True)
-            }
+            return Verdicts(candidates, keeps, partial(_reason, targets), rows)
         missed = {t.metric for row in rows for t, p in zip(targets, row, strict=True) if p > t.ms}
         summary = " or ".join(f"{t.metric} {t.shown}" for t in targets if t.metric in missed)
         keep_all = f"all candidates predicted to miss {summary}; keeping all"
-        return {
-            b.name: Verdict(True, partial(_kept, keep_all, targets, row))
-            for b, row in zip(candidates, rows, strict=True)
-        }
+        return Verdicts(candidates, [True] * len(rows), partial(_kept, keep_all, targets), rows)
 
     def _predicted(
         self, snapshot: Snapshot, candidates: Sequence[BackendView], metric: Metric

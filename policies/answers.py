@@ -1,0 +1,98 @@
+"""Answers for every candidate at once: a column of values and a reason function.
+
+A filter or scorer may return any mapping from backend name to `Verdict` / `Score`; the
+built-in ones return these instead. They hold one list of values (keep flags, scores)
+aligned with the candidates they were given, plus a reason function and per-candidate
+argument columns, and make a `Verdict` or `Score` only when one is looked up by name.
+The pipeline reads the value column directly when the answer is about the very list of
+candidates it passed, so a decision makes no per-candidate answer objects at all; the
+decisions API and the telemetry thread, which read reasons, make them later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
+
+from policies.base import BackendView, Score, Verdict
+
+
+class _Columns:
+    __slots__ = ("_args", "_index", "_why", "candidates")
+
+    def __init__(
+        self,
+        candidates: Sequence[BackendView],
+        why: Callable[..., str],
+        args: tuple[Sequence[object], ...],
+    ) -> None:
+        self.candidates = candidates
+        self._why = why
+        self._args = args
+        self._index: dict[str, int] | None = None
+
+    def _position(self, name: str) -> int:
+        index = self._index
+        if index is None:
+            index = self._index = {b.name: i for i, b in enumerate(self.candidates)}
+        return index[name]
+
+    def _reason(self, i: int) -> partial[str]:
+        return partial(self._why, *(column[i] for column in self._args))
+
+    def __iter__(self) -> Iterator[str]:
+        return (b.name for b in self.candidates)
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        try:
+            self._position(name)
+        except KeyError:
+            return False
+        return True
+
+
+class Verdicts(_Columns, Mapping[str, Verdict]):
+    """A filter's verdicts: `keep[i]` for `candidates[i]`, the reason
+    `why(*(column[i] for column in args))`."""
+
+    __slots__ = ("keep",)
+
+    def __init__(
+        self,
+        candidates: Sequence[BackendView],
+        keep: Sequence[bool],
+        why: Callable[..., str],
+        *args: Sequence[object],
+    ) -> None:
+        super().__init__(candidates, why, args)
+        self.keep = keep
+
+    def __getitem__(self, name: str) -> Verdict:
+        i = self._position(name)
+        return Verdict(self.keep[i], self._reason(i))
+
+
+class Scores(_Columns, Mapping[str, Score]):
+    """A scorer's scores: `value[i]` for `candidates[i]`, the reason
+    `why(*(column[i] for column in args))`."""
+
+    __slots__ = ("value",)
+
+    def __init__(
+        self,
+        candidates: Sequence[BackendView],
+        value: Sequence[float],
+        why: Callable[..., str],
+        *args: Sequence[object],
+    ) -> None:
+        super().__init__(candidates, why, args)
+        self.value = value
+
+    def __getitem__(self, name: str) -> Score:
+        i = self._position(name)
+        return Score(self.value[i], self._reason(i))
