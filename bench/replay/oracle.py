@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,34 +87,100 @@ def chat_body(trace: Trace, request: TraceRequest) -> dict[str, Any]:
     return body
 
 
-def oracle_hit_ratio(trace: Trace, capacity_tokens: int | None = None) -> OracleResult:
-    """Σ longest-seen-prefix tokens / Σ prompt tokens, in nominal dispatch order.
-
-    As in the emulator, a prompt's last token is always computed, so only the blocks
-    before it can be hits: `(tokens - 1) // block_tokens` at most. With `capacity_tokens`
-    the one engine's cache is that big, LRU, a prompt's tail older than its head (as an
-    engine frees them): the ceiling for a fleet whose KV, pooled, is that size, before
-    any of it is held by running requests.
-    """
+def _prompts_in_order(trace: Trace) -> tuple[list[PromptBlocks], str]:
+    """Every request's prompt blocks, in nominal dispatch order; and whose code made them."""
     render, hasher, rule = _emulator_rule()
     due = trace.nominal_start_s()
     order = sorted(trace.requests, key=lambda r: (due[r.id], r.index))
+    return [hasher.blocks(ORACLE_MODEL, render(chat_body(trace, r))) for r in order], rule
+
+
+def _cacheable(prompt: PromptBlocks) -> tuple[bytes, ...]:
+    """As in the emulator, a prompt's last token is always computed, so only the blocks
+    before it can be hits: `(tokens - 1) // block_tokens` at most."""
+    return prompt.block_ids[: (prompt.tokens - 1) // BLOCK_TOKENS]
+
+
+def _hits(blocks: Sequence[bytes], cache: Mapping[bytes, None]) -> int:
+    hits = 0
+    for block in blocks:
+        if block not in cache:
+            break
+        hits += 1
+    return hits
+
+
+def _remember(cache: OrderedDict[bytes, None], prompt: PromptBlocks, capacity: int | None) -> None:
+    """Insert tail first, so that LRU takes a prompt's tail before its head (as engines)."""
+    for block in reversed(prompt.block_ids):
+        cache[block] = None
+        cache.move_to_end(block)
+    while capacity is not None and len(cache) > capacity:
+        cache.popitem(last=False)
+
+
+def oracle_hit_ratio(trace: Trace, capacity_tokens: int | None = None) -> OracleResult:
+    """Σ longest-seen-prefix tokens / Σ prompt tokens, in nominal dispatch order.
+
+    With `capacity_tokens` the one engine's cache is that big, LRU, a prompt's tail older
+    than its head (as an engine frees them): the ceiling for a fleet whose KV, pooled, is
+    that size, before any of it is held by running requests.
+    """
+    prompts, rule = _prompts_in_order(trace)
     capacity = None if capacity_tokens is None else max(1, capacity_tokens // BLOCK_TOKENS)
     seen: OrderedDict[bytes, None] = OrderedDict()
     cached = total = 0
-    for request in order:
-        prompt = hasher.blocks(ORACLE_MODEL, render(chat_body(trace, request)))
-        cacheable = prompt.block_ids[: (prompt.tokens - 1) // BLOCK_TOKENS]
-        hits = 0
-        for block in cacheable:
-            if block not in seen:
-                break
-            hits += 1
-        cached += hits * BLOCK_TOKENS
+    for prompt in prompts:
+        cached += _hits(_cacheable(prompt), seen) * BLOCK_TOKENS
         total += prompt.tokens
-        for block in reversed(prompt.block_ids):
-            seen[block] = None
-            seen.move_to_end(block)
-        while capacity is not None and len(seen) > capacity:
-            seen.popitem(last=False)
+        _remember(seen, prompt, capacity)
     return OracleResult(cached / total if total else 0.0, cached, total, rule)
+
+
+OFFLINE_ROUTERS = ("round-robin", "longest-prefix", "bounded-longest-prefix")
+
+
+def offline_routing_hit_ratios(
+    trace: Trace, engines: int, capacity_tokens: int, epsilon: float = 0.25
+) -> dict[str, float]:
+    """Hit ratios of simple routers over `engines` separate LRU caches of `capacity_tokens`,
+    in nominal order, with no KV ever held by a running request (each prompt is cached the
+    moment it is sent and only LRU evicts it).
+
+    - round-robin: request i to engine i mod n;
+    - longest-prefix: to the engine holding the longest prefix (ties: least work so far);
+    - bounded-longest-prefix: the same among engines whose uncached prompt tokens so far,
+      this request's included, stay within (1 + epsilon) times the mean.
+
+    The gap between the pooled-KV oracle and bounded-longest-prefix is what splitting the
+    KV over engines costs a good router; the gap between it and a live replay is what the
+    live run adds: KV held by running requests, requests in flight at once, a router that
+    can only predict what engines hold.
+    """
+    prompts, _ = _prompts_in_order(trace)
+    capacity = max(1, capacity_tokens // BLOCK_TOKENS)
+    found = {}
+    for router in OFFLINE_ROUTERS:
+        caches = [OrderedDict[bytes, None]() for _ in range(engines)]
+        work = [0] * engines
+        cached = total = 0
+        for i, prompt in enumerate(prompts):
+            blocks = _cacheable(prompt)
+            hits = [_hits(blocks, cache) for cache in caches]
+            choices: Sequence[int] = range(engines)
+            if router == "bounded-longest-prefix":
+                bound = (1 + epsilon) * (sum(work) + prompt.tokens) / engines
+                within = [
+                    e for e in choices if work[e] + prompt.tokens - hits[e] * BLOCK_TOKENS <= bound
+                ]
+                choices = within or choices
+            if router == "round-robin":
+                chosen = i % engines
+            else:
+                chosen = max(choices, key=lambda e: (hits[e], -work[e]))
+            work[chosen] += prompt.tokens - hits[chosen] * BLOCK_TOKENS
+            cached += hits[chosen] * BLOCK_TOKENS
+            total += prompt.tokens
+            _remember(caches[chosen], prompt, capacity)
+        found[router] = cached / total if total else 0.0
+    return found

@@ -103,6 +103,7 @@ def _parameter_line(p: dict[str, Any]) -> str:
         f"decode {p['decode_base_ms']:g} ms + {p['decode_per_seq_ms']:g} ms/seq, "
         f"SLO TTFT {p['ttft_slo_ms']:g} ms / TPOT {p['tpot_slo_ms']:g} ms"
         + _pooled(p.get("oracle_pooled_kv_hit_ratio"))
+        + _offline(p.get("offline_routing_hit_ratios"))
     )
 
 
@@ -111,6 +112,14 @@ def _pooled(ratio: float | None) -> str:
     if ratio is None:
         return ""
     return f"; oracle with the fleet's KV pooled in one LRU cache {ratio:.1%}"
+
+
+def _offline(ratios: dict[str, float] | None) -> str:
+    """Offline routers over the fleet's separate caches (see `offline_routing_hit_ratios`)."""
+    if not ratios:
+        return ""
+    shown = ", ".join(f"{router} {ratio:.1%}" for router, ratio in ratios.items())
+    return f"; offline over separate caches, no KV held by running requests: {shown}"
 
 
 def _backends(backends: dict[str, dict[str, Any]]) -> str:

@@ -76,3 +76,16 @@ def test_a_bounded_cache_evicts_tails_first(tmp_path: Path) -> None:
     bounded = oracle.oracle_hit_ratio(trace, capacity_tokens=48)
     assert bounded.cached_tokens == 0 + 16 + 16 + 0 + 32
     assert oracle.oracle_hit_ratio(trace, capacity_tokens=10_000).cached_tokens == 80
+
+
+def test_offline_routers_over_separate_caches(tmp_path: Path) -> None:
+    trace = load_trace(_block_trace(tmp_path / "t.jsonl"))
+    found = oracle.offline_routing_hit_ratios(trace, engines=2, capacity_tokens=10_000)
+    # Nominal order r1 r3 r2 r4 r5. Round-robin: r2 finds "a" on engine 0 (r1), r5 finds
+    # "a", "ab" there (r2's) but not "abc" (r3's, on engine 1).
+    assert found["round-robin"] == pytest.approx((16 + 32) / 176)
+    # Longest prefix keeps r1 r3 r2 r5 together: the one-cache oracle.
+    assert found["longest-prefix"] == pytest.approx(80 / 176)
+    # Bounded (epsilon 0.25 over uncached work): r2 and r4 spill to the idle engine, so r2
+    # misses "a"; r5 still finds all of "abc" on engine 0.
+    assert found["bounded-longest-prefix"] == pytest.approx((16 + 48) / 176)
