@@ -18,6 +18,8 @@ PROMPT_TOKEN_KEYS = ("prompt_tokens", "prompt_tokens_total", "tokens.prompt")
 CACHED_TOKEN_KEYS = ("cached_tokens", "cached_tokens_total", "tokens.cached")
 # Wall-clock seconds the engine spent prefilling (time-scaled like everything it does).
 PREFILL_BUSY_KEYS = ("prefill_busy_s", "busy.prefill_s", "prefill.busy_s")
+# Time-integral of the share of KV held by running requests (seconds at 100 %).
+KV_HELD_KEYS = ("kv_held_s",)
 
 
 @dataclass
@@ -25,6 +27,8 @@ class EngineReport:
     delta: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     prefill_utilisation: float | None = None
+    kv_held_mean: float | None = None
+    """Mean share of the KV cache running requests held over the run (what LRU cannot use)."""
 
 
 def flat_numbers(document: Any, prefix: str = "") -> dict[str, float]:
@@ -64,8 +68,10 @@ def per_engine(
             if value is not None:
                 report.counts[label] = int(value)
         busy = _first(delta, PREFILL_BUSY_KEYS)
-        if busy is not None and wall_s > 0:
-            report.prefill_utilisation = round(busy / wall_s, 4)
+        held = _first(delta, KV_HELD_KEYS)
+        if wall_s > 0:
+            report.prefill_utilisation = None if busy is None else round(busy / wall_s, 4)
+            report.kv_held_mean = None if held is None else round(held / wall_s, 4)
         reports[name] = report
     return reports
 
@@ -77,4 +83,9 @@ def as_backend_counts(engines: dict[str, EngineReport]) -> dict[str, dict[str, A
 
 def mean_utilisation(engines: dict[str, EngineReport]) -> float | None:
     values = [e.prefill_utilisation for e in engines.values() if e.prefill_utilisation is not None]
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def mean_kv_held(engines: dict[str, EngineReport]) -> float | None:
+    values = [e.kv_held_mean for e in engines.values() if e.kv_held_mean is not None]
     return round(sum(values) / len(values), 4) if values else None

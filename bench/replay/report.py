@@ -16,7 +16,7 @@ MEASURE_KEYS = (
     "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99", "tpot_ms_p50", "tpot_ms_p99",
     "e2e_ms_p50", "e2e_ms_p99", "dispatch_lag_ms_p99",
     "imbalance_requests", "imbalance_prompt_tokens", "decision_us_p50", "decision_us_p99",
-    "prefill_utilisation_mean",
+    "prefill_utilisation_mean", "kv_held_mean",
 )  # fmt: skip
 
 Column = tuple[str, str, Callable[[Any], str]]
@@ -46,6 +46,7 @@ SUMMARY: list[Column] = [
     ("imbalance_requests", "imbalance req", _num(2)),
     ("imbalance_prompt_tokens", "imbalance tok", _num(2)),
     ("prefill_utilisation_mean", "prefill util", _pct),
+    ("kv_held_mean", "KV held", _pct),
     ("decision_us_p50", "decision µs p50", _num(0)),
 ]
 LATENCY: list[Column] = [
@@ -130,6 +131,8 @@ def _backends(backends: dict[str, dict[str, Any]]) -> str:
             text += f" {_int(row.get('prompt_tokens'))} prompt tok"
         if row.get("prefill_utilisation") is not None:
             text += f" prefill {_pct(row['prefill_utilisation'])}"
+        if row.get("kv_held_mean") is not None:
+            text += f" KV held {_pct(row['kv_held_mean'])}"
         parts.append(text)
     return "; ".join(parts) or "-"
 

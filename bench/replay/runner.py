@@ -216,6 +216,7 @@ def summarise(
     for backend, row in per_backend.items():
         if backend in engines:
             row["prefill_utilisation"] = engines[backend].prefill_utilisation
+            row["kv_held_mean"] = engines[backend].kv_held_mean
     decision = measured.decision_us
     notes = [*notes, *_output_shortfall(results, settings.requests)]
     return {
@@ -228,6 +229,7 @@ def summarise(
         "decision_us_p50": _r(percentile(decision, 50)),
         "decision_us_p99": _r(percentile(decision, 99)),
         "prefill_utilisation_mean": engine_stats.mean_utilisation(engines),
+        "kv_held_mean": engine_stats.mean_kv_held(engines),
         "backends": per_backend,
         "engine_stats": {n: e.delta for n, e in engines.items()},
         "error_kinds": error_kinds(results),

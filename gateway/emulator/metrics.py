@@ -16,6 +16,7 @@ class EngineCounters:
     steps: int = 0
     prefill_busy_s: float = 0.0  # time in steps that prefilled anything: utilisation
     step_busy_s: float = 0.0  # time in any step
+    kv_held_s: float = 0.0  # ∫ share of KV held by running sequences dt: / wall = mean held
     evicted_blocks: int = 0
 
 
@@ -46,6 +47,7 @@ class EngineSnapshot:
             "steps_total": counters.steps,
             "prefill_busy_s": counters.prefill_busy_s,
             "step_busy_s": counters.step_busy_s,
+            "kv_held_s": counters.kv_held_s,
         }
 
 
@@ -98,6 +100,12 @@ _METRICS: tuple[tuple[str, str, str, str], ...] = (
         "prefill_busy_s",
     ),
     ("emulator:step_busy_seconds_total", "counter", "Time in any step.", "step_busy_s"),
+    (
+        "emulator:kv_held_seconds_total",
+        "counter",
+        "Time-integral of the KV share held by running sequences (1 s at 100 %).",
+        "kv_held_s",
+    ),
 )
 
 

@@ -248,8 +248,9 @@ class BatchScheduler:
             return
         prefill_tokens = sum(tokens for _, tokens in prefills)
         duration = self.params.step_s(prefill_tokens, sum(seq.width for seq in decoders))
+        held = self.cache.held_blocks / self.cache.capacity_blocks
         await self._sleep_step(duration)
-        self._record(duration, prefill_tokens)
+        self._record(duration, prefill_tokens, held)
         self._apply(prefills, decoders)
 
     def _admit(self, prefills: list[PrefillChunk], budget: int) -> None:
@@ -322,10 +323,11 @@ class BatchScheduler:
         # Sleep even for nothing: clients must get to read what the last step made.
         await self._clock.sleep(max(0.0, self._deadline - now))
 
-    def _record(self, duration: float, prefill_tokens: int) -> None:
+    def _record(self, duration: float, prefill_tokens: int, held: float) -> None:
         counters = self.counters
         counters.steps += 1
         counters.step_busy_s += duration
+        counters.kv_held_s += duration * held
         if prefill_tokens:
             counters.prefill_busy_s += duration
 

@@ -72,6 +72,7 @@ async def test_replay_through_gateway_reports_every_measure(
     if BATCHED:
         assert full["token_cache_hit_ratio"] > 0
         assert full["prefill_utilisation_mean"] is not None
+        assert 0 < full["kv_held_mean"] < 1  # requests held some KV while they ran
 
 
 def test_cli_replays_and_reports_why_a_target_failed(tmp_path: Path, capsys: Any) -> None:

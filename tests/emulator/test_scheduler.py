@@ -76,6 +76,11 @@ async def test_prefill_time_follows_uncached_tokens() -> None:
     counters = scheduler.counters
     assert (counters.prefix_cache_queries, counters.prefix_cache_hits) == (16000, 7984)
     assert counters.prefill_busy_s == pytest.approx(0.8 + 0.0016)
+    # 8,000 prompt + 4 output tokens: 501 of 62,500 blocks held in every step so far (the
+    # second sequence pins the first's cached blocks): the first's two prefill and three
+    # decode steps, the second's one prefill step.
+    steps = 0.8 + 3 * DECODE_ONE_S + 0.0016
+    assert counters.kv_held_s == pytest.approx(501 / 62_500 * steps)
 
 
 async def test_chunked_prefill_is_first_come_first_served() -> None:
