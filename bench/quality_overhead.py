@@ -53,8 +53,9 @@ async def _rounds(stream: bool) -> dict[bool, float]:
     totals = {False: 0.0, True: 0.0}
     try:
         for quality in (False, True):
+            config = parse_config(_config(engine.base_url, quality))
             gateways[quality] = LoopbackServer(
-                create_app(parse_config(_config(engine.base_url, quality))), lifespan="on"
+                create_app(config), lifespan="on", keep_alive_s=config.server.keep_alive_s
             )
             await gateways[quality].start()
         async with httpx.AsyncClient(timeout=30) as client:

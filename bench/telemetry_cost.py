@@ -99,7 +99,9 @@ async def cpu_rounds(
         for variant in VARIANTS:
             config = parse_config(_config(engine.base_url, variant, folder / "cost.db"))
             apps[variant] = create_app(config)
-            servers[variant] = LoopbackServer(apps[variant], lifespan="on")
+            servers[variant] = LoopbackServer(
+                apps[variant], lifespan="on", keep_alive_s=config.server.keep_alive_s
+            )
             await servers[variant].start()
         gateway: Gateway = apps[VARIANTS[-1]].state.gateway
         gateway.telemetry.pipe.add_sink(keep)

@@ -31,6 +31,9 @@ logger = logging.getLogger("switchyard.engine_metrics")
 
 _ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 _READ_CHUNK_BYTES = 64 * 1024
+_IDLE_KEEPALIVE_S = 4.0
+"""Idle scrape connections are closed before engines close them (uvicorn, llama.cpp: 5 s),
+so a scrape never goes out on a connection the engine is closing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +140,9 @@ class EngineScraper:
     def session(self) -> aiohttp.ClientSession:
         # Created lazily: a session binds to the running loop.
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=max(1, len(self.targets)), keepalive_timeout=30)
+            connector = aiohttp.TCPConnector(
+                limit=max(1, len(self.targets)), keepalive_timeout=_IDLE_KEEPALIVE_S
+            )
             self._session = aiohttp.ClientSession(
                 connector=connector, trust_env=False, raise_for_status=False
             )

@@ -39,8 +39,12 @@ class LoopbackServer:
         host: str = "127.0.0.1",
         port: int = 0,
         lifespan: Literal["auto", "on", "off"] = "auto",
+        keep_alive_s: int = 5,
     ) -> None:
+        """`keep_alive_s`: how long idle client connections stay open (uvicorn's default 5 s
+        for engines; a gateway passes its `server.keep_alive_s`)."""
         self.host = loopback_host(host)
+        self._keep_alive_s = keep_alive_s
         self._app = app
         self._requested_port = port
         self._lifespan: Literal["auto", "on", "off"] = lifespan
@@ -71,6 +75,7 @@ class LoopbackServer:
             proxy_headers=False,
             server_header=False,
             timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
+            timeout_keep_alive=self._keep_alive_s,
         )
         self._server = _NestedUvicorn(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))

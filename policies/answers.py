@@ -23,9 +23,14 @@ class _Columns:
     def __init__(
         self,
         candidates: Sequence[BackendView],
+        column: Sequence[object],
         why: Callable[..., str],
         args: tuple[Sequence[object], ...],
     ) -> None:
+        if any(len(c) != len(candidates) for c in (column, *args)):
+            # A short column would silently drop or unscore candidates; fail at once.
+            lengths = [len(c) for c in (column, *args)]
+            raise ValueError(f"{len(candidates)} candidates but columns of lengths {lengths}")
         self.candidates = candidates
         self._why = why
         self._args = args
@@ -69,7 +74,7 @@ class Verdicts(_Columns, Mapping[str, Verdict]):
         why: Callable[..., str],
         *args: Sequence[object],
     ) -> None:
-        super().__init__(candidates, why, args)
+        super().__init__(candidates, keep, why, args)
         self.keep = keep
 
     def __getitem__(self, name: str) -> Verdict:
@@ -90,7 +95,7 @@ class Scores(_Columns, Mapping[str, Score]):
         why: Callable[..., str],
         *args: Sequence[object],
     ) -> None:
-        super().__init__(candidates, why, args)
+        super().__init__(candidates, value, why, args)
         self.value = value
 
     def __getitem__(self, name: str) -> Score:

@@ -60,8 +60,9 @@ async def start_gateway() -> AsyncIterator[StartGateway]:
     running: list[RunningGateway] = []
 
     async def start(config: dict[str, Any]) -> RunningGateway:
-        app = create_app(parse_config(config))
-        server = LoopbackServer(app, lifespan="on")
+        parsed = parse_config(config)
+        app = create_app(parsed)
+        server = LoopbackServer(app, lifespan="on", keep_alive_s=parsed.server.keep_alive_s)
         await server.start()
         gw = RunningGateway(server, app.state.gateway)
         running.append(gw)

@@ -80,7 +80,7 @@ def test_gateway_closes_idle_client_connections_after_keep_alive_s(tmp_path: Pat
         _wait_ready(f"http://127.0.0.1:{port}", proc)
         with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
             conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            assert conn.recv(65536).startswith(b"HTTP/1.1 200")
+            assert _read_response(conn).startswith(b"HTTP/1.1 200")
             idle_from = time.monotonic()
             assert conn.recv(65536) == b""  # closed by the gateway...
             waited = time.monotonic() - idle_from
@@ -92,3 +92,19 @@ def test_gateway_closes_idle_client_connections_after_keep_alive_s(tmp_path: Pat
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _read_response(conn: socket.socket) -> bytes:
+    """One whole response: headers, then Content-Length bytes of body (may come apart)."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    while len(body) < length:
+        body += conn.recv(65536)
+    return head + b"\r\n\r\n" + body

@@ -100,8 +100,9 @@ async def fleet() -> AsyncIterator[Fleet]:
             urls[name] = engine.base_url
         config = make_config(urls, profile=PROFILE, policies=POLICIES)
         config["routes"].append({"name": "second", "model": MODEL, "backends": list(urls)})
-        app = create_app(parse_config(config))
-        server = LoopbackServer(app, lifespan="on")
+        parsed = parse_config(config)
+        app = create_app(parsed)
+        server = LoopbackServer(app, lifespan="on", keep_alive_s=parsed.server.keep_alive_s)
         await server.start()
         gw = RunningGateway(server, app.state.gateway)
         stack.push_async_callback(gw.close)

@@ -79,3 +79,11 @@ class ReversedScorer:
         values = [1.0 - i / len(backwards) for i in range(len(backwards))]  # c 1.0, b .67, a .33
         names = [b.name for b in backwards]
         return Scores(backwards, values, partial(_why, "score"), values, names)
+
+
+def test_columns_must_match_the_candidates() -> None:
+    candidates = fleet("a", "b")
+    with pytest.raises(ValueError, match="2 candidates but columns of lengths"):
+        Scores(candidates, [1.0], str)
+    with pytest.raises(ValueError, match="lengths"):
+        Verdicts(candidates, [True, True], _why, ["x"], ["a", "b"])
