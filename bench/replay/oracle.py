@@ -87,10 +87,11 @@ def chat_body(trace: Trace, request: TraceRequest) -> dict[str, Any]:
     return body
 
 
-def _prompts_in_order(trace: Trace) -> tuple[list[PromptBlocks], str]:
-    """Every request's prompt blocks, in nominal dispatch order; and whose code made them."""
+def _prompts_in_order(trace: Trace, response_s: float = 0.0) -> tuple[list[PromptBlocks], str]:
+    """Every request's prompt blocks, in dispatch order if every response took `response_s`;
+    and whose code made them."""
     render, hasher, rule = _emulator_rule()
-    due = trace.nominal_start_s()
+    due = trace.nominal_start_s(response_s)
     order = sorted(trace.requests, key=lambda r: (due[r.id], r.index))
     return [hasher.blocks(ORACLE_MODEL, render(chat_body(trace, r))) for r in order], rule
 
@@ -141,23 +142,30 @@ OFFLINE_ROUTERS = ("round-robin", "longest-prefix", "bounded-longest-prefix")
 
 
 def offline_routing_hit_ratios(
-    trace: Trace, engines: int, capacity_tokens: int, epsilon: float = 0.25
+    trace: Trace,
+    engines: int,
+    capacity_tokens: int,
+    epsilon: float = 0.25,
+    response_s: float = 0.0,
 ) -> dict[str, float]:
     """Hit ratios of simple routers over `engines` separate LRU caches of `capacity_tokens`,
-    in nominal order, with no KV ever held by a running request (each prompt is cached the
-    moment it is sent and only LRU evicts it).
+    in dispatch order if every response took `response_s` (nominal order by default), with
+    no KV ever held by a running request (each prompt is cached the moment it is sent and
+    only LRU evicts it).
 
     - round-robin: request i to engine i mod n;
     - longest-prefix: to the engine holding the longest prefix (ties: least work so far);
     - bounded-longest-prefix: the same among engines whose uncached prompt tokens so far,
       this request's included, stay within (1 + epsilon) times the mean.
 
-    The gap between the pooled-KV oracle and bounded-longest-prefix is what splitting the
-    KV over engines costs a good router; the gap between it and a live replay is what the
-    live run adds: KV held by running requests, requests in flight at once, a router that
-    can only predict what engines hold.
+    With `response_s` = 0, the gap between the pooled-KV oracle and bounded-longest-prefix
+    is what splitting the KV over engines costs a good router. A follow-up turn is sent only
+    after its parent's response, and the longer that takes the more other traffic passes
+    through the caches in between: with `response_s` set to a live run's typical end-to-end
+    time, the gap to that run is what else it adds (KV held by running requests, requests
+    in flight at once, a router that can only predict what engines hold).
     """
-    prompts, _ = _prompts_in_order(trace)
+    prompts, _ = _prompts_in_order(trace, response_s)
     capacity = max(1, capacity_tokens // BLOCK_TOKENS)
     found = {}
     for router in OFFLINE_ROUTERS:

@@ -88,15 +88,16 @@ class Trace:
         parts.append(b"}")
         return b"".join(parts)
 
-    def nominal_start_s(self) -> dict[str, float]:
-        """When each request would be sent if every response took no time (trace seconds)."""
+    def nominal_start_s(self, response_s: float = 0.0) -> dict[str, float]:
+        """When each request would be sent if every response took `response_s` (by default
+        no time), in trace seconds: a child `after` its parent's response."""
         due: dict[str, float] = {}
         for request in self.requests:
             if request.start_s is not None:
                 due[request.id] = request.start_s
             else:
                 assert request.parent is not None and request.after_s is not None
-                due[request.id] = due[request.parent] + request.after_s
+                due[request.id] = due[request.parent] + response_s + request.after_s
         return due
 
     def nominal_span_s(self) -> float:

@@ -93,6 +93,9 @@ def test_cli_replays_and_reports_why_a_target_failed(tmp_path: Path, capsys: Any
     good, bad = rows
     assert good["error"] is None and good["requests"] == 10 and good["errors"] == 0
     assert good["parameters"]["fleet_size"] == 2 and good["parameters"]["time_scale"] == TIME_SCALE
+    at_e2e = good["offline_hit_ratios_at_e2e_p50"]  # the offline routers at this run's pace
+    assert set(at_e2e) == {"round-robin", "longest-prefix", "bounded-longest-prefix"}
+    assert all(0 <= ratio <= good["oracle_hit_ratio"] for ratio in at_e2e.values())
     assert "no route named 'default'" in bad["error"]
     assert set(MEASURE_KEYS) <= set(bad) and bad["ttft_ms_p50"] is None
     printed = capsys.readouterr().out

@@ -89,3 +89,26 @@ def test_offline_routers_over_separate_caches(tmp_path: Path) -> None:
     # Bounded (epsilon 0.25 over uncached work): r2 and r4 spill to the idle engine, so r2
     # misses "a"; r5 still finds all of "abc" on engine 0.
     assert found["bounded-longest-prefix"] == pytest.approx((16 + 48) / 176)
+
+
+def test_offline_routers_wait_for_each_response(tmp_path: Path) -> None:
+    """A follow-up is sent after its parent's response: the longer that takes, the more
+    other traffic passes through the cache first and may evict what it would reuse."""
+    segments = [segment(name, name * 54) for name in "xyz"]  # one 16-token block each
+    user = ("user",)
+    trace = load_trace(
+        write_trace(
+            tmp_path / "t.jsonl",
+            [
+                *segments,
+                request("a", ["x"], roles=user, start=0),
+                request("b", ["x"], ["y"], roles=user, parent="a", after=0),  # reuses "x"
+                request("c", ["z"], ["z"], roles=user, start=1, session="s1"),  # two blocks
+            ],
+        )
+    )
+    assert trace.nominal_start_s(response_s=5)["b"] == 5
+    instant = oracle.offline_routing_hit_ratios(trace, 1, capacity_tokens=32)
+    slow = oracle.offline_routing_hit_ratios(trace, 1, capacity_tokens=32, response_s=5)
+    assert instant["round-robin"] == pytest.approx(16 / (16 + 32 + 32))  # b finds "x"
+    assert slow["round-robin"] == 0.0  # c, sent before b now, evicted "x" from two blocks
