@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from gateway.engine_scrape import EngineScraper, ScrapeTarget, metrics_url, scra
 from gateway.loopback import LoopbackServer
 from gateway.state import FleetState
 from tests.conftest import StartEmulator, StartGateway, make_config
+from tests.gateway.processes import free_port
 
 VLLM_TEXT = 'vllm:num_requests_running{model_name="m"} 5\nvllm:num_requests_waiting 2\n'
 
@@ -232,13 +232,6 @@ async def scrape() -> AsyncIterator[Callable[[str], tuple[EngineScraper, ScrapeT
         await scraper.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
 @pytest.mark.parametrize(
     ("answer", "path", "error"),
     [
@@ -271,7 +264,7 @@ async def test_scrape_outcomes(
 async def test_connection_refused_is_a_failure(
     scrape: Callable[..., tuple[EngineScraper, ScrapeTarget]],
 ) -> None:
-    scraper, target = scrape(f"http://127.0.0.1:{_free_port()}/metrics")
+    scraper, target = scrape(f"http://127.0.0.1:{free_port()}/metrics")
     assert await scraper.scrape_once(target) is None
     error = scraper._state.describe()[0]["engine"]["last_error"]  # type: ignore[index]
     assert error.startswith("Client")

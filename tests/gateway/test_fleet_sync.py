@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
-import socket
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -27,6 +26,7 @@ from gateway.fleet_wire import encode_load
 from gateway.prefix_index import CacheSpec, PrefixIndex
 from gateway.state import FleetState
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
+from tests.gateway.processes import free_port
 
 SHARED_REDIS = "redis://127.0.0.1:6379/0"
 FAST = {
@@ -52,13 +52,6 @@ def chat(question: str, system: str = SYSTEM, **extra: Any) -> dict[str, Any]:
 
 def redis_state(url: str, namespace: str, **overrides: Any) -> dict[str, Any]:
     return {"backend": "redis", "redis_url": url, "namespace": namespace, **FAST, **overrides}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def status(gw: RunningGateway) -> dict[str, Any]:

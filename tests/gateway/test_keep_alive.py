@@ -9,11 +9,7 @@ them, and drops its own upstream connections before engines close them.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,7 +19,8 @@ from aiohttp import web
 from gateway.config import BackendConfig, ServerConfig
 from providers.base import Deadlines, UpstreamRequest
 from providers.openai_compatible import OpenAICompatibleProvider
-from tests.gateway.telemetry.test_workers import CONFIG, _wait_ready, free_port
+from tests.gateway.processes import free_port, running, wait_ready
+from tests.gateway.telemetry.test_workers import CONFIG
 
 DEADLINES = Deadlines(connect_s=5, first_byte_s=5, between_chunks_s=5)
 
@@ -69,15 +66,10 @@ def test_gateway_closes_idle_client_connections_after_keep_alive_s(tmp_path: Pat
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({**CONFIG, "server": {"keep_alive_s": 1}}))
     port = free_port()
+    log = tmp_path / "serve.log"
     command = ["serve", "--config", str(config), "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gateway.cli", *command],
-        env={**os.environ},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_ready(f"http://127.0.0.1:{port}", proc)
+    with running(command, log) as proc:
+        wait_ready(f"http://127.0.0.1:{port}/readyz", proc, log)
         with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
             conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             assert _read_response(conn).startswith(b"HTTP/1.1 200")
@@ -85,13 +77,6 @@ def test_gateway_closes_idle_client_connections_after_keep_alive_s(tmp_path: Pat
             assert conn.recv(65536) == b""  # closed by the gateway...
             waited = time.monotonic() - idle_from
         assert 0.5 < waited < 4.5, waited  # ...after ~1 s idle, not uvicorn's default 5 s
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _read_response(conn: socket.socket) -> bytes:

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import sqlite3
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,6 +10,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from tests.gateway.processes import free_port, running, wait_ready
 from tests.gateway.telemetry.test_metrics_endpoint import samples, total
 
 CONFIG = {
@@ -28,42 +24,19 @@ CONFIG = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_metrics_add_up_across_workers(tmp_path: Path) -> None:
     config = tmp_path / "config.yaml"
     database = tmp_path / "records.db"
     # Both workers write their records to one SQLite file, migrated once by the parent.
     config.write_text(yaml.safe_dump({**CONFIG, "store": {"url": f"sqlite:///{database}"}}))
     port = free_port()
-    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom")}
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom")}
     (tmp_path / "prom").mkdir()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "gateway.cli",
-            "serve",
-            "--config",
-            str(config),
-            "--port",
-            str(port),
-            "--workers",
-            "2",
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    command = ["serve", "--config", str(config), "--port", str(port), "--workers", "2"]
     base = f"http://127.0.0.1:{port}"
-    try:
-        _wait_ready(base, proc)
+    log = tmp_path / "serve.log"
+    with running([*command, "--log-level", "warning"], log, env) as proc:
+        wait_ready(f"{base}/readyz", proc, log, timeout_s=30)
         # Concurrent requests, each on a new connection that stays busy for a while, so
         # an idle worker gets to accept some (one at a time, one worker may take them all).
         pids: set[int] = set()
@@ -82,13 +55,6 @@ def test_metrics_add_up_across_workers(tmp_path: Path) -> None:
             counts.append(total(samples(text), "switchyard_requests_total", route="default"))
         assert len(pids) == 2  # both workers answered...
         assert counts == [float(sent)] * 6, (counts, pids)  # ...and every scrape saw them all
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
     with sqlite3.connect(database) as db:
         rows = db.execute("SELECT count(*), count(DISTINCT backend) FROM requests").fetchone()
     assert rows == (sent, 1)  # every record of both workers, written before they stopped
@@ -100,17 +66,3 @@ def _one_request(base: str) -> int:
     with httpx.Client(base_url=base, timeout=10) as client:
         assert client.post("/v1/chat/completions", json=body).status_code == 200
         return int(client.get("/v1/switchyard/dashboard").json()["worker"]["pid"])
-
-
-def _wait_ready(base: str, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise AssertionError(proc.stderr.read().decode() if proc.stderr else "exited")
-        try:
-            if httpx.get(base + "/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("gateway with 2 workers did not become ready")
