@@ -132,9 +132,7 @@ class Pipeline:
             for i, value in enumerate(values):
                 if value is None:
                     continue
-                if not 0.0 <= value <= 1.0:  # NaN fails both bounds and counts as 0, as in _clamp
-                    value = 1.0 if value > 1.0 else 0.0
-                sums[i] += weight * value
+                sums[i] += weight * _bounded(value)
         if weight_sum > 0:
             return {name: s / weight_sum for name, s in zip(names, sums, strict=True)}, scored
         return dict.fromkeys(names, 0.0), scored
@@ -330,7 +328,15 @@ class _ProfileBuilder:
             self.picker = picker
 
 
+def _bounded(value: float) -> float:
+    """A score forced into [0, 1]; NaN (which fails both bounds) counts as 0."""
+    if 0.0 <= value <= 1.0:
+        return value
+    return 1.0 if value > 1.0 else 0.0
+
+
 def _clamp(score: Score | None) -> Score:
+    """The score as reported: `_bounded`, saying so in the reason when it was not in range."""
     if score is None:
         return _NO_SCORE
     value = score.value
@@ -338,7 +344,7 @@ def _clamp(score: Score | None) -> Score:
         return score
     if math.isnan(value):
         return Score(0.0, f"no score (got NaN: {score.reason})" if score.reason else "no score")
-    return Score(1.0 if value > 1.0 else 0.0, f"{score.reason} (clamped from {value:g})")
+    return Score(_bounded(value), f"{score.reason} (clamped from {value:g})")
 
 
 def _report(

@@ -7,7 +7,7 @@ from are named below, first match wins.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,10 +82,14 @@ def as_backend_counts(engines: dict[str, EngineReport]) -> dict[str, dict[str, A
 
 
 def mean_utilisation(engines: dict[str, EngineReport]) -> float | None:
-    values = [e.prefill_utilisation for e in engines.values() if e.prefill_utilisation is not None]
-    return round(sum(values) / len(values), 4) if values else None
+    return _mean(e.prefill_utilisation for e in engines.values())
 
 
 def mean_kv_held(engines: dict[str, EngineReport]) -> float | None:
-    values = [e.kv_held_mean for e in engines.values() if e.kv_held_mean is not None]
+    return _mean(e.kv_held_mean for e in engines.values())
+
+
+def _mean(shares: Iterable[float | None]) -> float | None:
+    """Mean over the engines that reported the share; None when none did."""
+    values = [v for v in shares if v is not None]
     return round(sum(values) / len(values), 4) if values else None
