@@ -23,7 +23,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from gateway.config import BackendConfig, MetricsConfig
+from gateway.backend_config import DEFAULT_IDLE_KEEPALIVE_S, BackendConfig, MetricsConfig
 from gateway.engine_metrics import EngineLoad, parse_engine_load
 from gateway.state import FleetState
 
@@ -31,9 +31,6 @@ logger = logging.getLogger("switchyard.engine_metrics")
 
 _ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 _READ_CHUNK_BYTES = 64 * 1024
-_IDLE_KEEPALIVE_S = 4.0
-"""Idle scrape connections are closed before engines close them (uvicorn, llama.cpp: 5 s),
-so a scrape never goes out on a connection the engine is closing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +138,7 @@ class EngineScraper:
         # Created lazily: a session binds to the running loop.
         if self._session is None:
             connector = aiohttp.TCPConnector(
-                limit=max(1, len(self.targets)), keepalive_timeout=_IDLE_KEEPALIVE_S
+                limit=max(1, len(self.targets)), keepalive_timeout=DEFAULT_IDLE_KEEPALIVE_S
             )
             self._session = aiohttp.ClientSession(
                 connector=connector, trust_env=False, raise_for_status=False

@@ -10,7 +10,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gateway.config import BackendConfig, Config, ConfigError
+from gateway.backend_config import BackendConfig
+from gateway.config import Config, ConfigError
 from gateway.decisions import DecisionRing
 from gateway.dispatch import Dispatcher
 from gateway.emulator import EmulatorServer, EmulatorSettings

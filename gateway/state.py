@@ -7,7 +7,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from gateway.config import BackendConfig, HealthConfig
+from gateway.backend_config import BackendConfig
+from gateway.config import HealthConfig
 from gateway.engine_metrics import EngineLoad
 from gateway.estimates import BackendEstimates
 from policies.base import BackendView

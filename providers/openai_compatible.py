@@ -15,6 +15,7 @@ from time import time
 
 import aiohttp
 
+from gateway.backend_config import DEFAULT_IDLE_KEEPALIVE_S
 from gateway.errors import (
     UpstreamConnectError,
     UpstreamError,
@@ -41,7 +42,7 @@ class OpenAICompatibleProvider:
         api_key: str | None,
         *,
         max_connections: int = 256,
-        idle_keepalive_s: float = 4.0,
+        idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
     ) -> None:
         self.name = name
         self._base_url = base_url.rstrip("/")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.config import BackendConfig
+from gateway.backend_config import BackendConfig
 from providers.base import Provider
 from providers.openai_compatible import OpenAICompatibleProvider
 

@@ -14,7 +14,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from gateway.config import BackendConfig, ConfigError, HealthConfig, MetricsConfig, parse_config
+from gateway.backend_config import BackendConfig, MetricsConfig
+from gateway.config import ConfigError, HealthConfig, parse_config
 from gateway.engine_metrics import EngineLoad
 from gateway.engine_scrape import EngineScraper, ScrapeTarget, metrics_url, scrape_targets
 from gateway.loopback import LoopbackServer

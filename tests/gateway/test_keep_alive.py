@@ -16,7 +16,8 @@ from pathlib import Path
 import yaml
 from aiohttp import web
 
-from gateway.config import BackendConfig, ServerConfig
+from gateway.backend_config import BackendConfig
+from gateway.config import ServerConfig
 from providers.base import Deadlines, UpstreamRequest
 from providers.openai_compatible import OpenAICompatibleProvider
 from tests.gateway.processes import free_port, running, wait_ready

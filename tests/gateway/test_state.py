@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.config import BackendConfig, HealthConfig
+from gateway.backend_config import BackendConfig
+from gateway.config import HealthConfig
 from gateway.engine_metrics import EngineLoad
 from gateway.state import FleetState
 
