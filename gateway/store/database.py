@@ -82,7 +82,10 @@ def _secrets(url: str) -> list[str]:
 
 
 def describe_error(exc: BaseException, url: str) -> str:
-    """A database error's first line, without SQL, parameters or the URL's secrets."""
+    """A database error's first line, without SQL, parameters or the URL's secrets; for
+    our own deadline (`TimedOut`), just "timed out after N s"."""
+    if isinstance(exc, TimedOut):
+        return str(exc)
     cause = exc.orig if isinstance(exc, StatementError) and exc.orig is not None else exc
     lines = str(cause).strip().splitlines()
     text = f"{type(cause).__name__}: {lines[0]}" if lines else type(cause).__name__

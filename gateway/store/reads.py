@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from gateway.store.database import make_engine
+from gateway.store.database import make_engine, within
 from gateway.store.models import TABLES
 
 
@@ -37,7 +36,7 @@ async def latest_quality(
     engine = make_engine(url, timeout_s)
     try:
         async with engine.connect() as conn:
-            rows = (await asyncio.wait_for(conn.execute(query), timeout_s)).all()
+            rows = (await within(timeout_s, conn.execute(query))).all()
     finally:
         await engine.dispose()
     out: dict[tuple[str, str], SavedQuality] = {}

@@ -189,7 +189,7 @@ class StoreWriter:
                         break
                     await asyncio.sleep(0)
         except DATABASE_ERRORS as exc:
-            error = str(exc) if isinstance(exc, TimedOut) else describe_error(exc, self._url)
+            error = describe_error(exc, self._url)
             log.warning("record store: clean-up stopped after deleting %d rows: %s", deleted, error)
         return deleted
 
@@ -301,10 +301,9 @@ class StoreWriter:
             self._on_dropped(table, len(rows))
 
     def _failed(self, action: str, exc: BaseException) -> None:
-        if isinstance(exc, TimedOut):
-            error = f"{action} {exc}"  # "write timed out after 10 s"
-        else:
-            error = f"{action}: {describe_error(exc, self._url)}"
+        text = describe_error(exc, self._url)
+        # "write timed out after 10 s", "write: OperationalError: ..."
+        error = f"{action} {text}" if isinstance(exc, TimedOut) else f"{action}: {text}"
         # One warning per outage; repeats every retry_after_s would flood the log.
         level = logging.WARNING if self._up or self._last_error is None else logging.DEBUG
         log.log(level, "record store %s: %s failed: %s", self._shown_url, action, error)

@@ -217,13 +217,14 @@ def _summary(buckets: list[Bucket], window_s: int) -> dict[str, Any]:
         for key, n in b.codes.items():
             codes[key] = codes.get(key, 0) + n
     prompt = sum(b.prompt_tokens for b in buckets)
+    abandoned = sum(b.abandoned for b in buckets)
+    cached = sum(b.cached_tokens for b in buckets)
+    predicted = sum(b.predicted_cached_tokens for b in buckets)
     return {
         "requests": requests,
         "rps": round(requests / window_s, 4),
-        "success_rate": _ratio(
-            sum(b.ok for b in buckets), requests - sum(b.abandoned for b in buckets)
-        ),
-        "abandoned": sum(b.abandoned for b in buckets),
+        "success_rate": _ratio(sum(b.ok for b in buckets), requests - abandoned),
+        "abandoned": abandoned,
         "status": status,
         "errors": dict(sorted(codes.items(), key=lambda kv: -kv[1])),
         "ttft_ms": _quantiles(b.ttft for b in buckets),
@@ -231,15 +232,12 @@ def _summary(buckets: list[Bucket], window_s: int) -> dict[str, Any]:
         "e2e_ms": _quantiles(b.e2e for b in buckets),
         "overhead_ms": _quantiles(b.overhead for b in buckets),
         "prompt_tokens": prompt,
-        "cached_tokens": sum(b.cached_tokens for b in buckets),
-        "predicted_cached_tokens": sum(b.predicted_cached_tokens for b in buckets),
+        "cached_tokens": cached,
+        "predicted_cached_tokens": predicted,
         "completion_tokens": sum(b.completion_tokens for b in buckets),
-        "cache_hit_ratio": _ratio(
-            sum(b.cached_tokens for b in buckets), sum(b.hit_base_tokens for b in buckets)
-        ),
+        "cache_hit_ratio": _ratio(cached, sum(b.hit_base_tokens for b in buckets)),
         "predicted_cache_hit_ratio": _ratio(
-            sum(b.predicted_cached_tokens for b in buckets),
-            sum(b.served_prompt_tokens for b in buckets),
+            predicted, sum(b.served_prompt_tokens for b in buckets)
         ),
         "spend_usd": round(sum(b.spend_usd for b in buckets), 6),
         "retries": sum(b.retries for b in buckets),
