@@ -21,12 +21,12 @@ class QualityViews(Mapping[str, QualityView]):
         book: QualityBook,
         backends: Sequence[str],
         model: str,
-        members: Set[str] | None = None,
+        members: Set[str],
     ) -> None:
-        """`members`: `backends` as a set, when the caller keeps one (saves a scan)."""
+        """`members`: `backends` as a set, kept by the caller (the router, per route)."""
         self._book = book
         self._backends = backends
-        self._members = members if members is not None else frozenset(backends)
+        self._members = members
         self._model = model
         self._seen: dict[str, QualityView] = {}
 
