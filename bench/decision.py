@@ -44,12 +44,12 @@ from bench.decision_workload import (
 )
 from bench.overhead import machine
 from gateway.config import Config, RouteConfig
-from gateway.fingerprint import Fingerprint, Fingerprinter
+from gateway.fleet.state import FleetState
+from gateway.http.wire import parse_body, traits_of
+from gateway.prefix.fingerprint import Fingerprint, Fingerprinter
+from gateway.prefix.token_count import TokenCounter
 from gateway.quality.book import QualityBook
 from gateway.routing import RequestTraits, Router
-from gateway.state import FleetState
-from gateway.token_count import TokenCounter
-from gateway.wire import parse_body, traits_of
 from policies import build_pipelines
 from policies.base import Endpoint
 

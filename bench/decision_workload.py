@@ -17,7 +17,7 @@ import yaml
 
 from gateway.cli import embedded_config_path
 from gateway.config import Config, parse_config
-from gateway.token_count import TokenCounter
+from gateway.prefix.token_count import TokenCounter
 
 ROUTE = "default"
 PROFILE = "cache-aware"

@@ -19,15 +19,15 @@ from typing import Any
 
 import orjson
 
-from gateway.emulator import EmulatorServer, EmulatorSettings
-from gateway.emulator.settings import Faults
-from gateway.fingerprint import Fingerprinter
+from emulator import EmulatorServer, EmulatorSettings
+from emulator.settings import Faults
+from gateway.prefix.fingerprint import Fingerprinter
+from gateway.prefix.token_count import TokenCounter
 from gateway.quality.book import QualityBook
 from gateway.quality.collect import StreamCollector, collect_body
 from gateway.quality.config import ProbeConfig, QualityConfig
 from gateway.quality.passive import QualityRecorder, request_context
 from gateway.quality.prober import Prober
-from gateway.token_count import TokenCounter
 from policies.base import BackendView, QualityView, RequestInfo, Snapshot
 from policies.quality_filter import QualityFilter
 from providers import Deadlines, OpenAICompatibleProvider, UpstreamRequest

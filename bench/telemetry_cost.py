@@ -21,10 +21,10 @@ from typing import Any
 
 import httpx
 
-from gateway.app import create_app
+from emulator import EmulatorServer, EmulatorSettings
+from emulator.loopback import LoopbackServer
 from gateway.config import parse_config
-from gateway.emulator import EmulatorServer, EmulatorSettings
-from gateway.loopback import LoopbackServer
+from gateway.http.app import create_app
 from gateway.service import Gateway
 from gateway.store import StoreWriter
 from gateway.telemetry.config import StoreConfig

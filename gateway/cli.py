@@ -29,7 +29,7 @@ def _load(path: str | None) -> Config:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from gateway.app import create_app
+    from gateway.http.app import create_app
     from gateway.service import client_keys
     from gateway.store import resolve_url
 
@@ -109,7 +109,7 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _emulate(args: argparse.Namespace) -> int:
-    from gateway.emulator import cli as emulator_cli
+    from emulator import cli as emulator_cli
 
     return emulator_cli.run(args)
 
@@ -221,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
 
-    from gateway.emulator import cli as emulator_cli
+    from emulator import cli as emulator_cli
 
     emulate = sub.add_parser("emulate", help="run an emulated OpenAI-compatible engine")
     emulator_cli.add_arguments(emulate)

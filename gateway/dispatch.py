@@ -16,8 +16,8 @@ from typing import TypeVar
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord
 from gateway.errors import CapacityExhausted, NoBackendAvailable, UpstreamError, UpstreamStatusError
+from gateway.fleet.state import FleetState
 from gateway.routing import PromptWork
-from gateway.state import FleetState
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 
 T = TypeVar("T")

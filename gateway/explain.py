@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.config import Config
+from gateway.fleet.state import FleetState
+from gateway.http.wire import parse_body, traits_of
 from gateway.routing import Router
-from gateway.state import FleetState
-from gateway.wire import parse_body, traits_of
 from policies import build_pipelines, describe_decision
 from policies.base import Endpoint
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from gateway.config import Config, RouteConfig
 from gateway.errors import InvalidRequest, NotFound
-from gateway.fingerprint import Fingerprint, Fingerprinter
-from gateway.prefix_index import CacheSpec, PrefixIndex
+from gateway.fleet.state import FleetState
+from gateway.prefix.fingerprint import Fingerprint, Fingerprinter
+from gateway.prefix.index import CacheSpec, PrefixIndex
+from gateway.prefix.token_count import TokenCounter
 from gateway.quality.book import QualityBook
 from gateway.quality.lazy_views import QualityViews
-from gateway.state import FleetState
-from gateway.token_count import TokenCounter
 from policies import Pipeline
 from policies.base import Decision, Endpoint, RequestInfo, Snapshot
 

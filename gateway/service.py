@@ -10,19 +10,19 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from emulator import EmulatorServer, EmulatorSettings
 from gateway.backend_config import BackendConfig
 from gateway.config import Config, ConfigError
 from gateway.decisions import DecisionRing
 from gateway.dispatch import Dispatcher
-from gateway.emulator import EmulatorServer, EmulatorSettings
-from gateway.engine_scrape import EngineScraper, scrape_targets
 from gateway.errors import Unauthorized
-from gateway.fleet_sync import RedisFleetSync
+from gateway.fleet.engine_scrape import EngineScraper, scrape_targets
+from gateway.fleet.state import FleetState
+from gateway.fleet.sync import RedisFleetSync
 from gateway.quality.book import QualityBook
 from gateway.quality.passive import QualityRecorder
 from gateway.quality.prober import Prober
 from gateway.routing import Router
-from gateway.state import FleetState
 from gateway.telemetry.wiring import Telemetry, build_telemetry, start_telemetry, stop_telemetry
 from policies import build_pipelines
 from providers import Provider, build_provider

@@ -14,8 +14,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from gateway.app import SwitchyardApp, create_app
 from gateway.config import Config, load_config
+from gateway.http.app import SwitchyardApp, create_app
 from gateway.store.database import resolve_url
 from gateway.store.migrate import MIGRATION_ERRORS, upgrade
 from gateway.telemetry.metrics import MULTIPROC_ENV

@@ -11,10 +11,10 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.app import create_app
+from emulator import EmulatorServer, EmulatorSettings
+from emulator.loopback import LoopbackServer
 from gateway.config import Config, parse_config
-from gateway.emulator import EmulatorServer, EmulatorSettings
-from gateway.loopback import LoopbackServer
+from gateway.http.app import create_app
 from gateway.service import Gateway
 
 # A developer's (or CI's) SWITCHYARD_DATABASE_URL must not send every test gateway's records

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.decisions import DecisionRecord
-from gateway.feedback import Usage
+from gateway.prefix.feedback import Usage
 from gateway.telemetry.config import PricingConfig
 from policies.base import CandidateReport, Decision
 

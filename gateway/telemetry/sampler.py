@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from gateway.fleet.state import FleetState
 from gateway.quality.book import QualityBook
 from gateway.quality.prober import Prober
-from gateway.state import FleetState
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.pipe import TelemetryPipe
 from gateway.telemetry.store_sink import RowWriter

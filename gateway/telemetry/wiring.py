@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.config import Config
+from gateway.fleet.state import FleetState
 from gateway.quality.book import QualityBook
 from gateway.quality.prober import Prober
-from gateway.state import FleetState
 from gateway.store.database import DATABASE_ERRORS, resolve_url
 from gateway.store.reads import latest_quality
 from gateway.store.writer import StoreWriter

@@ -9,7 +9,7 @@ import httpx
 import orjson
 import pytest
 
-from gateway.emulator import EmulatorServer, EmulatorSettings
+from emulator import EmulatorServer, EmulatorSettings
 
 StartEmulator = Callable[..., Awaitable[EmulatorServer]]
 MODEL = "emulated-model"

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.emulator import EmulatorFleet, EmulatorSettings
-from gateway.loopback import bind_loopback
+from emulator import EmulatorFleet, EmulatorSettings
+from emulator.loopback import bind_loopback
 from tests.emulator.conftest import (
     StartEmulator,
     chat_request,

@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.emulator.context_window import keep_tail
-from gateway.emulator.needle import NOT_FOUND
-from gateway.emulator.text import split_pieces
+from emulator.context_window import keep_tail
+from emulator.needle import NOT_FOUND
+from emulator.text import split_pieces
 from tests.emulator.conftest import (
     MODEL,
     StartEmulator,

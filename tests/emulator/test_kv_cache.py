@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gateway.emulator.kv_cache import Allocation, KVCache
+from emulator.kv_cache import Allocation, KVCache
 
 
 def _hold(cache: KVCache, *block_ids: bytes) -> Allocation:

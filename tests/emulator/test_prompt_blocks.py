@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.emulator.prompt_blocks import PromptHasher, render_chat, render_completion
+from emulator.prompt_blocks import PromptHasher, render_chat, render_completion
 
 MODEL = "m"
 SYSTEM = {"role": "system", "content": "You are a careful assistant. " * 40}

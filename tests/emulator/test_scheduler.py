@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gateway.emulator.kv_cache import KVCache
-from gateway.emulator.prompt_blocks import PromptBlocks
-from gateway.emulator.scheduler import BatchParams, BatchScheduler, EngineSequence
+from emulator.kv_cache import KVCache
+from emulator.prompt_blocks import PromptBlocks
+from emulator.scheduler import BatchParams, BatchScheduler, EngineSequence
 
 DECODE_ONE_S = (8 + 0.15) / 1000  # default step cost with one sequence decoding
 

@@ -10,13 +10,13 @@ import sys
 import httpx
 import pytest
 
-from gateway.emulator import EmulatorServer, EmulatorSettings
-from gateway.emulator.cli import add_arguments, run, settings_from_args
+from emulator import EmulatorServer, EmulatorSettings
+from emulator.cli import add_arguments, run, settings_from_args
 from tests.emulator.conftest import StartEmulator, chat_request
 
 _RUN_CLI = (
     "import argparse, sys\n"
-    "from gateway.emulator import cli\n"
+    "from emulator import cli\n"
     "parser = argparse.ArgumentParser()\n"
     "cli.add_arguments(parser)\n"
     "sys.exit(cli.run(parser.parse_args(sys.argv[1:])))\n"

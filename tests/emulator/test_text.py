@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gateway.emulator.text import (
+from emulator.text import (
     TOKENS,
     choice_seed,
     cut_at_stop,

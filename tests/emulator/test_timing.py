@@ -6,7 +6,7 @@ import time
 
 import httpx
 
-from gateway.emulator import EmulatorSettings, LinearTiming
+from emulator import EmulatorSettings, LinearTiming
 from tests.emulator.conftest import StartEmulator, chat_request
 
 

@@ -3,7 +3,7 @@
     python tests/gateway/render_dashboard.py                       # fleet page DOM
     python tests/gateway/render_dashboard.py --hash '#/backend/engine-b' --screenshot /tmp/b.png
 
-Serves gateway/dashboard/static and the sample JSON at the data API's path on loopback,
+Serves gateway/telemetry/dashboard/static and the sample JSON at the data API's path on loopback,
 the way the gateway does, so the page runs unchanged; `--require-key` answers 401 without
 that bearer key, to see the key form.
 """

@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from gateway.emulator.settings import Faults
-from gateway.loopback import LoopbackServer
+from emulator.loopback import LoopbackServer
+from emulator.settings import Faults
 from tests.conftest import StartEmulator, StartGateway, make_config
 
 PROFILE = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gateway.decisions import Attempt, DecisionRecord
-from gateway.feedback import Usage
+from gateway.prefix.feedback import Usage
 from gateway.telemetry.record import RequestRecord
 from policies.base import CandidateReport, Decision, Score, Verdict
 

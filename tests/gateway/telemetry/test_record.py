@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.feedback import Usage
+from gateway.prefix.feedback import Usage
 from gateway.telemetry.config import PricingConfig
 from gateway.telemetry.record import deciding_policy
 from tests.gateway.telemetry.builders import decision, record

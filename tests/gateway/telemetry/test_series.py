@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gateway.feedback import Usage
+from gateway.prefix.feedback import Usage
 from gateway.telemetry.config import PricingConfig, TelemetryConfig
 from gateway.telemetry.histogram import Histogram, quantiles_ms
 from gateway.telemetry.series import DashboardSeries

@@ -12,10 +12,10 @@ import orjson
 import pytest
 from sqlalchemy import select
 
+from gateway.fleet.state import FleetState
 from gateway.quality.book import QualityBook
 from gateway.quality.config import QualityConfig
 from gateway.quality.observation import SignalEvent
-from gateway.state import FleetState
 from gateway.store import TABLES, StoreWriter, make_engine
 from gateway.telemetry.config import StoreConfig
 from gateway.telemetry.sampler import Sampler

@@ -1,0 +1,56 @@
+"""In-process emulator: an emulated engine served on loopback from the caller's event loop."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from emulator.app import create_app
+from emulator.loopback import LoopbackServer
+from emulator.runtime_state import EmulatorRuntime
+from emulator.settings import EmulatorSettings
+
+
+class EmulatorServer:
+    """An emulated OpenAI-compatible engine on loopback.
+
+    ``port=0`` binds a free port; read the real one from ``.port`` or ``.base_url``
+    after ``start()``. Faults and counters are live on ``.runtime``.
+    """
+
+    def __init__(
+        self, settings: EmulatorSettings | None = None, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.settings = settings or EmulatorSettings()
+        self.runtime = EmulatorRuntime(self.settings)
+        self._server = LoopbackServer(
+            create_app(self.runtime), host=host, port=port, lifespan="off"
+        )
+        self.host = self._server.host
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI base URL, ending in ``/v1``."""
+        return f"{self._server.url}/v1"
+
+    async def start(self) -> None:
+        await self._server.start()
+
+    async def stop(self) -> None:
+        await self._server.stop()
+        await self.runtime.aclose()
+
+    async def __aenter__(self) -> EmulatorServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.stop()

@@ -1,0 +1,302 @@
+"""Live per-backend bookkeeping (in-flight, health, ejection) and the snapshots policies read."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from gateway.backend_config import BackendConfig
+from gateway.config import HealthConfig
+from gateway.fleet.engine_metrics import EngineLoad
+from gateway.fleet.estimates import BackendEstimates
+from policies.base import BackendView
+
+
+@dataclass(slots=True)
+class _BackendState:
+    config: BackendConfig
+    estimates: BackendEstimates
+    models: frozenset[str] = frozenset()
+    """`config.models`, frozen once: every decision's views share it."""
+    in_flight: int = 0
+    queued_prefill_tokens: int = 0
+    decoding: int = 0
+    remote: tuple[int, int, int] = (0, 0, 0)
+    """Other gateway replicas' (in_flight, queued_prefill_tokens, decoding) here."""
+    consecutive_failures: int = 0
+    ejections: int = 0
+    """Ejections in a row (the back-off exponent); reset by a success."""
+    ejections_total: int = 0
+    ejected_until: float = 0.0
+    ejected_reason: str = ""
+    probe_ok: bool = True
+    probe_reason: str = "not probed yet"
+    requests: int = 0
+    failures: int = 0
+    engine: EngineLoad | None = None
+    """The engine's own numbers from its last good scrape of /metrics."""
+    engine_at: float = 0.0
+    scrapes: int = 0
+    scrape_failures: int = 0
+    scrape_error: str = ""
+    view: BackendView | None = None
+    """The view last built, kept while nothing it shows has changed: every mutation below
+    clears it (FleetState.views has the time-dependent cases)."""
+    view_engine_fresh: bool = False
+    """Whether `view` shows an engine reading, which goes stale with time alone."""
+
+
+class FleetState:
+    """Mutable state of every backend. Only the gateway writes it; policies see snapshots."""
+
+    def __init__(
+        self,
+        backends: Iterable[BackendConfig],
+        health: HealthConfig,
+        *,
+        clock: Callable[[], float] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._health = health
+        self._clock = clock or time.monotonic
+        self._rng = rng or random.Random()
+        self._backends = {
+            b.name: _BackendState(
+                b,
+                BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms),
+                frozenset(b.models),
+            )
+            for b in backends
+        }
+        self._route_seq: dict[str, int] = {}
+
+    def next_seq(self, route: str) -> int:
+        seq = self._route_seq.get(route, 0)
+        self._route_seq[route] = seq + 1
+        return seq
+
+    def views(self, names: Iterable[str]) -> dict[str, BackendView]:
+        """What the policies see of each backend now.
+
+        A backend's view is rebuilt only when it could differ from the last one: after any
+        recorded change (which clears it), when its speed estimates moved, when the engine
+        reading it shows went stale, and always while ejected (the reason counts down).
+        Most decisions then rebuild one or two views of sixteen.
+        """
+        now = self._clock()
+        backends = self._backends
+        found = {}
+        for name in names:
+            state = backends[name]
+            view = state.view
+            if view is None or not self._still_current(state, view, now):
+                view = self._view(state, now)
+                state.view = view if state.ejected_until <= now else None
+                state.view_engine_fresh = self._fresh_engine(state, now) is not None
+            found[name] = view
+        return found
+
+    def _still_current(self, state: _BackendState, view: BackendView, now: float) -> bool:
+        """`view` (built at an earlier `now`, nothing recorded since) is what `_view` would
+        build now: the same estimates, and the engine reading it shows still fresh."""
+        est = state.estimates
+        if (
+            view.prefill_tokens_per_s != est.prefill_tokens_per_s
+            or view.tpot_ms != est.tpot_ms
+            or view.network_ms != est.network_ms
+        ):
+            return False
+        return not state.view_engine_fresh or self._fresh_engine(state, now) is not None
+
+    def _view(self, state: _BackendState, now: float) -> BackendView:
+        healthy, reason = self._health_of(state, now)
+        cfg = state.config
+        in_flight, queued, decoding = state.remote
+        engine = self._fresh_engine(state, now)
+        return BackendView(
+            name=cfg.name,
+            kind=cfg.kind,
+            models=state.models,
+            healthy=healthy,
+            in_flight=state.in_flight + in_flight,
+            max_concurrency=cfg.max_concurrency,
+            health_reason=reason,
+            queued_prefill_tokens=state.queued_prefill_tokens + queued,
+            decoding=state.decoding + decoding,
+            prefill_tokens_per_s=state.estimates.prefill_tokens_per_s,
+            tpot_ms=state.estimates.tpot_ms,
+            network_ms=state.estimates.network_ms,
+            engine_running=engine.running if engine else None,
+            engine_waiting=engine.waiting if engine else None,
+            engine_kv_usage=engine.kv_usage if engine else None,
+        )
+
+    def _fresh_engine(self, state: _BackendState, now: float) -> EngineLoad | None:
+        metrics = state.config.metrics
+        if state.engine is None or metrics is None:
+            return None
+        return state.engine if now - state.engine_at <= metrics.stale_after_s else None
+
+    def _health_of(self, state: _BackendState, now: float) -> tuple[bool, str]:
+        if state.ejected_until > now:
+            left = state.ejected_until - now
+            return False, f"{state.ejected_reason}; back in {left:.1f}s"
+        if not state.probe_ok:
+            return False, state.probe_reason
+        return True, "healthy"
+
+    def acquire(self, name: str, uncached_tokens: int = 0) -> bool:
+        """Count a request dispatched here; True if its prefill queue was empty."""
+        state = self._backends[name]
+        # Other replicas' queued prefill delays this request too (as last published).
+        queue_was_empty = state.queued_prefill_tokens + state.remote[1] == 0
+        state.in_flight += 1
+        state.requests += 1
+        state.queued_prefill_tokens += uncached_tokens
+        state.view = None
+        return queue_was_empty
+
+    def prefill_done(self, name: str, uncached_tokens: int) -> None:
+        state = self._backends[name]
+        state.queued_prefill_tokens = max(0, state.queued_prefill_tokens - uncached_tokens)
+        state.view = None
+
+    def decode_started(self, name: str) -> None:
+        state = self._backends[name]
+        state.decoding += 1
+        state.view = None
+
+    def decode_ended(self, name: str) -> None:
+        state = self._backends[name]
+        state.decoding -= 1
+        state.view = None
+
+    def release(self, name: str) -> None:
+        state = self._backends[name]
+        state.in_flight -= 1
+        state.view = None
+
+    def estimates(self, name: str) -> BackendEstimates:
+        return self._backends[name].estimates
+
+    def at_capacity(self, name: str) -> bool:
+        state = self._backends[name]
+        return state.in_flight + state.remote[0] >= state.config.max_concurrency
+
+    def local_load(self) -> dict[str, tuple[int, int, int]]:
+        """This replica's own (in_flight, queued_prefill_tokens, decoding) per backend."""
+        return {
+            name: (s.in_flight, s.queued_prefill_tokens, s.decoding)
+            for name, s in self._backends.items()
+        }
+
+    def set_remote(self, load: Mapping[str, tuple[int, int, int]]) -> None:
+        """Other replicas' summed load; views (what policies read) add it to the local
+        counts. A backend this replica does not know is ignored; one missing gets zeros."""
+        for name, state in self._backends.items():
+            state.remote = load.get(name, (0, 0, 0))
+            state.view = None
+
+    def record_engine_load(self, name: str, load: EngineLoad | None, error: str = "") -> None:
+        """A scrape that got an answer: `load`, or None with `error` saying why there was
+        none. A failed scrape keeps the last reading, which goes stale on its own."""
+        state = self._backends[name]
+        state.scrapes += 1
+        state.scrape_error = error
+        if load is None:
+            state.scrape_failures += 1
+            return
+        state.engine = load
+        state.engine_at = self._clock()
+        state.view = None
+
+    def in_flight(self, name: str) -> int:
+        return self._backends[name].in_flight
+
+    def record_success(self, name: str) -> None:
+        state = self._backends[name]
+        state.consecutive_failures = 0
+        state.ejections = 0
+
+    def record_failure(self, name: str, reason: str) -> None:
+        """A backend-side failure (connect error, timeout, 5xx): counts towards ejection."""
+        state = self._backends[name]
+        state.failures += 1
+        state.consecutive_failures += 1
+        state.view = None
+        if state.consecutive_failures >= self._health.consecutive_failures:
+            state.ejections += 1
+            state.ejections_total += 1
+            backoff = self._health.ejection_base_s * 2 ** (state.ejections - 1)
+            backoff = min(backoff, self._health.ejection_max_s)
+            backoff *= 1.0 + 0.2 * self._rng.random()  # jitter: gateways don't return in step
+            state.ejected_until = self._clock() + backoff
+            state.ejected_reason = (
+                f"ejected after {state.consecutive_failures} consecutive failures ({reason})"
+            )
+            state.consecutive_failures = 0
+
+    def cool_down(self, name: str, seconds: float, reason: str) -> None:
+        """Keep traffic off a backend that asked for it (429 with Retry-After)."""
+        state = self._backends[name]
+        until = self._clock() + seconds
+        state.view = None
+        if until > state.ejected_until:
+            state.ejected_until = until
+            state.ejected_reason = reason
+
+    def record_probe(self, name: str, ok: bool, reason: str) -> None:
+        state = self._backends[name]
+        state.probe_ok = ok
+        state.probe_reason = reason
+        state.view = None
+        if ok and state.ejected_until and state.ejected_until <= self._clock():
+            state.ejected_until = 0.0
+
+    def describe(self) -> list[dict[str, object]]:
+        now = self._clock()
+        out: list[dict[str, object]] = []
+        for state in self._backends.values():
+            healthy, reason = self._health_of(state, now)
+            out.append(
+                {
+                    "name": state.config.name,
+                    "kind": state.config.kind,
+                    "models": state.config.models,
+                    "healthy": healthy,
+                    "health_reason": reason,
+                    "in_flight": state.in_flight,
+                    "queued_prefill_tokens": state.queued_prefill_tokens,
+                    "decoding": state.decoding,
+                    "remote_in_flight": state.remote[0],
+                    "remote_queued_prefill_tokens": state.remote[1],
+                    "remote_decoding": state.remote[2],
+                    "prefill_tokens_per_s": round(state.estimates.prefill_tokens_per_s, 1),
+                    "tpot_ms": round(state.estimates.tpot_ms, 3),
+                    "max_concurrency": state.config.max_concurrency,
+                    "requests": state.requests,
+                    "failures": state.failures,
+                    "ejections": state.ejections_total,
+                    "engine": self._describe_engine(state, now),
+                }
+            )
+        return out
+
+    def _describe_engine(self, state: _BackendState, now: float) -> dict[str, object] | None:
+        """The last scraped engine numbers; None when this backend is not scraped."""
+        if not state.config.scrapes_metrics:
+            return None
+        engine = state.engine
+        return {
+            "family": engine.family if engine else None,
+            "running": engine.running if engine else None,
+            "waiting": engine.waiting if engine else None,
+            "kv_usage": engine.kv_usage if engine else None,
+            "age_s": round(now - state.engine_at, 3) if engine else None,
+            "fresh": self._fresh_engine(state, now) is not None,
+            "scrapes": state.scrapes,
+            "scrape_failures": state.scrape_failures,
+            "last_error": state.scrape_error,
+        }

@@ -1,0 +1,7 @@
+"""The HTTP edge: ASGI app, API handlers, the proxy path, SSE relay, wire parsing, responses.
+
+Owns everything that speaks HTTP to clients and maps the gateway's and providers' error
+trees to OpenAI-shaped responses. May import the rest of `gateway` (it is the top of the
+request path), `policies` and `providers`; nothing else in `gateway` imports it except
+`gateway.cli` and `gateway.workers`, which start the app.
+"""

@@ -1,0 +1,110 @@
+"""HTTP handlers besides the proxy: models, health, readiness, decisions, backends, state."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from gateway.errors import NotFound
+from gateway.http.responses import json_response
+from gateway.quality.report import quality_report
+from gateway.service import Gateway
+
+router = APIRouter()
+
+
+def _gateway(request: Request) -> Gateway:
+    gateway: Gateway = request.app.state.gateway
+    return gateway
+
+
+@router.get("/v1/models")
+async def list_models(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    data = [
+        {"id": name, "object": "model", "created": 0, "owned_by": "switchyard"}
+        for name in gateway.router.routes
+    ]
+    return json_response({"object": "list", "data": data})
+
+
+@router.get("/healthz")
+async def healthz() -> Response:
+    return json_response({"status": "ok"})
+
+
+@router.get("/metrics")
+async def metrics(request: Request) -> Response:
+    """Prometheus exposition; unauthenticated like /readyz (no keys, prompts or text)."""
+    exporter = _gateway(request).telemetry.metrics
+    if exporter is None:
+        raise NotFound("Prometheus metrics are off (telemetry.prometheus: false)", code="not_found")
+    # Rendering takes tens of milliseconds with many series (more with many workers' files).
+    body, content_type = await asyncio.to_thread(exporter.render)
+    return Response(body, 200, media_type=content_type)
+
+
+@router.get("/readyz")
+async def readyz(request: Request) -> Response:
+    """Unauthenticated, for load balancers: counts only; details need a key."""
+    backends = _gateway(request).state.describe()
+    healthy = sum(1 for b in backends if b["healthy"])
+    body = {
+        "status": "ready" if healthy else "unavailable",
+        "backends_healthy": healthy,
+        "backends_total": len(backends),
+    }
+    return json_response(body, 200 if healthy else 503)
+
+
+@router.get("/v1/switchyard/decisions/{decision_id}")
+async def get_decision(request: Request, decision_id: str) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    record = gateway.ring.get(decision_id)
+    if record is None:
+        raise NotFound(
+            f"decision {decision_id!r} is unknown or has left the ring", code="not_found"
+        )
+    return json_response(record.to_dict())
+
+
+@router.get("/v1/switchyard/backends")
+async def get_backends(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    return json_response({"backends": gateway.state.describe()})
+
+
+@router.get("/v1/switchyard/state")
+async def get_state(request: Request) -> Response:
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    fingerprints = gateway.router.fingerprinter
+    return json_response(
+        {
+            **gateway.sync_status(),
+            "prefix_index": gateway.router.index.describe(),
+            "fingerprint_cache": {
+                "entries": len(fingerprints),
+                "hits": fingerprints.hits,
+                "misses": fingerprints.misses,
+            },
+        }
+    )
+
+
+@router.get("/v1/switchyard/quality")
+async def get_quality(request: Request, history: bool = False) -> Response:
+    """Live quality per backend and model, the signals behind it, and the probes."""
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    recorder = gateway.quality
+    if recorder is None:
+        return json_response({"enabled": False, "pairs": []})
+    report = quality_report(recorder.book, gateway.prober, now=time.monotonic(), history=history)
+    return json_response({"enabled": True, **report})

@@ -1,0 +1,117 @@
+"""The ASGI application: lifespan wiring and the one place errors become HTTP responses."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from prometheus_client import multiprocess
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from gateway.config import Config
+from gateway.demo_traffic import run_demo
+from gateway.errors import ClientError, SwitchyardError
+from gateway.http.api import router
+from gateway.http.proxy import ROUTES, serve_proxy
+from gateway.http.responses import error_response
+from gateway.service import start_gateway, stop_gateway
+from gateway.telemetry.dashboard.routes import router as dashboard_router
+
+logger = logging.getLogger("switchyard")
+
+
+class SwitchyardApp:
+    """The ASGI entry point. The OpenAI proxy endpoints go straight to their handlers;
+    everything else (and lifespan) goes to the FastAPI app.
+
+    The proxy path reads raw bytes and needs none of FastAPI's machinery; skipping its
+    middleware stack saves about 80 µs of CPU per request and a wrapper call per SSE chunk.
+    """
+
+    def __init__(self, api: FastAPI) -> None:
+        self.api = api
+        self.state = api.state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        if endpoint is None:
+            await self.api(scope, receive, send)
+        elif scope["method"] == "POST":
+            await serve_proxy(self.state.gateway, endpoint, scope, receive, send)
+        else:
+            error = ClientError(f"{scope['path']} only accepts POST", code="method_not_allowed")
+            error.status = 405
+            await error_response(error, {"allow": "POST"})(scope, receive, send)
+
+
+def create_app(config: Config) -> SwitchyardApp:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        gateway = await start_gateway(config)
+        app.state.gateway = gateway
+        demo = None
+        if config.demo.traffic_rps > 0:
+            routes = [route.name for route in config.routes]
+            demo = asyncio.create_task(run_demo(entry, config.demo, routes), name="demo-traffic")
+        try:
+            yield
+        finally:
+            if demo is not None:
+                demo.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await demo
+            await stop_gateway(gateway)
+            if gateway.telemetry.metrics is not None and gateway.telemetry.metrics.multiprocess:
+                # Live gauges (in flight, health) of a stopped worker must stop counting.
+                multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
+
+    app = FastAPI(
+        title="Switchyard",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    app.include_router(router)
+    app.include_router(dashboard_router)
+    app.add_exception_handler(SwitchyardError, _on_switchyard_error)
+    app.add_exception_handler(HTTPException, _on_http_exception)
+    app.add_exception_handler(RequestValidationError, _on_invalid_parameters)
+    app.add_exception_handler(Exception, _on_bug)
+    entry = SwitchyardApp(app)
+    return entry
+
+
+async def _on_switchyard_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SwitchyardError)
+    return error_response(exc)
+
+
+async def _on_http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    error = ClientError(str(exc.detail), code="not_found" if exc.status_code == 404 else None)
+    error.status = exc.status_code
+    return error_response(error, dict(exc.headers or {}))
+
+
+async def _on_invalid_parameters(request: Request, exc: Exception) -> Response:
+    """A bad query or path parameter on the gateway's own endpoints, OpenAI-shaped."""
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    where = ".".join(str(part) for part in first.get("loc", ())[1:]) or None
+    message = f"{where}: {first.get('msg', 'invalid value')}" if where else "invalid parameters"
+    return error_response(ClientError(message, param=where))
+
+
+async def _on_bug(request: Request, exc: Exception) -> Response:
+    logger.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(SwitchyardError("internal error in the gateway"))

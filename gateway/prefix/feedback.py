@@ -1,0 +1,91 @@
+"""What responses teach the router: engine-reported cache hits and decode speed.
+
+Reading usage must not slow the relay: a stream is only scanned for the one event that
+carries a `usage` object (OpenAI sends `"usage":null` elsewhere), and parsed at the end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from gateway.fleet.state import FleetState
+from gateway.routing import PromptWork, Router
+
+_USAGE_OBJECT = b'"usage":{'
+_MAX_TAIL_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None
+
+
+def usage_of(data: Any) -> Usage | None:
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        prompt_tokens=int(usage.get("prompt_tokens") or 0),
+        completion_tokens=int(usage.get("completion_tokens") or 0),
+        cached_tokens=int(cached) if isinstance(cached, int) else None,
+    )
+
+
+def usage_from_body(body: bytes) -> Usage | None:
+    if _USAGE_OBJECT not in body and b'"usage": {' not in body:
+        return None
+    try:
+        return usage_of(orjson.loads(body))
+    except orjson.JSONDecodeError:
+        return None
+
+
+class UsageTap:
+    """Keeps the stream's bytes from the usage event on, for parsing when it ends."""
+
+    __slots__ = ("_tail",)
+
+    def __init__(self) -> None:
+        self._tail: bytes | None = None
+
+    def feed(self, chunk: bytes) -> None:
+        if self._tail is not None:
+            if len(self._tail) < _MAX_TAIL_BYTES:
+                self._tail += chunk
+        elif _USAGE_OBJECT in chunk:
+            self._tail = chunk[chunk.rfind(b"data:", 0, chunk.index(_USAGE_OBJECT)) :]
+
+    def usage(self) -> Usage | None:
+        if self._tail is None:
+            return None
+        for line in self._tail.split(b"\n"):
+            if line.startswith(b"data:") and _USAGE_OBJECT in line:
+                try:
+                    return usage_of(orjson.loads(line[5:]))
+                except orjson.JSONDecodeError:
+                    return None
+        return None
+
+
+def learn(
+    router: Router,
+    state: FleetState,
+    backend: str,
+    work: PromptWork,
+    usage: Usage | None,
+    decode_s: float | None = None,
+) -> None:
+    """Fold one finished response into the prefix index and the speed estimates."""
+    if usage is None:
+        return
+    if usage.cached_tokens is not None:
+        router.correct(backend, work, usage.cached_tokens)
+    if decode_s is not None:
+        state.estimates(backend).observe_tpot(decode_s, usage.completion_tokens)

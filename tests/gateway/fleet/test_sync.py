@@ -1,0 +1,372 @@
+"""Gateway replicas sharing routing state through a real Redis: prefixes, load, outages.
+
+Sharing tests use the machine's Redis (127.0.0.1:6379), each in its own namespace, whose
+keys are deleted afterwards. Outage tests start a private redis-server on a free port and
+kill, pause or restart it by PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from gateway.config import ConfigError, parse_config
+from gateway.fleet.state import FleetState
+from gateway.fleet.sync import RedisFleetSync
+from gateway.fleet.sync_wire import encode_load
+from gateway.prefix.index import CacheSpec, PrefixIndex
+from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
+from tests.gateway.processes import free_port
+
+SHARED_REDIS = "redis://127.0.0.1:6379/0"
+FAST = {
+    "publish_interval_ms": 20,
+    "load_ttl_s": 0.5,
+    "command_timeout_ms": 200,
+    "reconnect_max_s": 0.2,
+}
+SYSTEM = "You are a careful assistant who answers briefly. " * 80
+
+
+def chat(question: str, system: str = SYSTEM, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "default",
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": question},
+        ],
+        "max_tokens": 4,
+        **extra,
+    }
+
+
+def redis_state(url: str, namespace: str, **overrides: Any) -> dict[str, Any]:
+    return {"backend": "redis", "redis_url": url, "namespace": namespace, **FAST, **overrides}
+
+
+async def status(gw: RunningGateway) -> dict[str, Any]:
+    response = await gw.client.get("/v1/switchyard/state")
+    assert response.status_code == 200
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def connected(*gateways: RunningGateway, peers: int | None = None) -> bool:
+    for gw in gateways:
+        s = await status(gw)
+        if not s["connected"] or (peers is not None and s["peers"] != peers):
+            return False
+    return True
+
+
+def remote_in_flight(gw: RunningGateway, backend: str) -> int:
+    view = gw.gateway.state.views([backend])[backend]
+    return view.in_flight - gw.gateway.state.in_flight(backend)
+
+
+def held_tokens(gw: RunningGateway, system: str) -> dict[str, int]:
+    """Prompt tokens of chat(…, system) that `gw` predicts each backend holds."""
+    router = gw.gateway.router
+    body = chat("anything?", system)
+    fingerprint = router.fingerprinter.chat("emulated-model", body["messages"])
+    matched = router.index.match(fingerprint.blocks, ["a", "b"])
+    return {name: fingerprint.tokens_in(n) for name, n in matched.items()}
+
+
+@pytest.fixture
+async def namespace() -> AsyncIterator[str]:
+    client = Redis.from_url(SHARED_REDIS)
+    try:
+        await client.ping()
+    except (RedisError, OSError) as exc:
+        pytest.fail(f"these tests need the machine's Redis at {SHARED_REDIS}: {exc}")
+    name = f"switchyard-test-{uuid.uuid4().hex[:12]}"
+    yield name
+    keys = [key async for key in client.scan_iter(match=f"{name}:*")]
+    if keys:
+        await client.delete(*keys)
+    await client.aclose()
+
+
+class PrivateRedis:
+    """A redis-server of the test's own on a free loopback port, stopped by PID."""
+
+    def __init__(self, directory: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._directory = directory
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self._process = await asyncio.create_subprocess_exec(
+            "redis-server",
+            *("--port", str(self.port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no", "--dir", str(self._directory)),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        await eventually(self._answers, f"redis-server on port {self.port}")
+
+    async def kill(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    def signal(self, signum: int) -> None:
+        assert self._process is not None
+        self._process.send_signal(signum)
+
+    async def _answers(self) -> bool:
+        client = Redis.from_url(self.url, socket_connect_timeout=0.2)
+        try:
+            return bool(await client.ping())
+        except (RedisError, OSError):
+            return False
+        finally:
+            await client.aclose()
+
+
+@pytest.fixture
+async def private_redis(tmp_path: Path) -> AsyncIterator[PrivateRedis]:
+    server = PrivateRedis(tmp_path)
+    try:
+        yield server
+    finally:
+        await server.kill()
+
+
+async def test_a_prefix_sent_through_one_replica_is_predicted_cached_by_another(
+    namespace: str, start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    a, b = await start_emulator(), await start_emulator()
+    config = make_config(
+        {"a": a.base_url, "b": b.base_url}, state=redis_state(SHARED_REDIS, namespace)
+    )
+    gw1, gw2 = await start_gateway(config), await start_gateway(config)
+    await eventually(lambda: connected(gw1, gw2, peers=1), "both replicas see each other")
+
+    first = await gw1.client.post("/v1/chat/completions", json=chat("one?"))
+    assert first.status_code == 200
+    served = first.headers["x-switchyard-backend"]
+    await eventually(lambda: _applied(gw2, at_least=1), "replica 2 applies replica 1's insert")
+    assert (await status(gw1))["applied"] == 0, "a replica ignores its own inserts"
+
+    second = await gw2.client.post("/v1/chat/completions", json=chat("two?"))
+    record = (
+        await gw2.client.get(f"/v1/switchyard/decisions/{second.headers['x-switchyard-decision']}")
+    ).json()
+    cached = record["predicted_cached_tokens"]
+    assert cached[served] > 0.8 * record["prompt_tokens"]
+    assert cached["b" if served == "a" else "a"] == 0
+
+
+async def _applied(gw: RunningGateway, at_least: int) -> bool:
+    return int((await status(gw))["applied"]) >= at_least
+
+
+async def test_requests_in_flight_through_one_replica_count_in_the_others_view(
+    namespace: str, start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    slow = await start_emulator(token_delay_ms=50)
+    config = make_config({"slow": slow.base_url}, state=redis_state(SHARED_REDIS, namespace))
+    gw1, gw2 = await start_gateway(config), await start_gateway(config)
+    await eventually(lambda: connected(gw1, gw2, peers=1), "both replicas see each other")
+
+    requests = [
+        asyncio.create_task(
+            gw1.client.post("/v1/chat/completions", json=chat(f"q{i}", max_tokens=20))
+        )
+        for i in range(3)
+    ]
+
+    async def seen_by_gw2() -> bool:
+        return remote_in_flight(gw2, "slow") == 3
+
+    await eventually(seen_by_gw2, "replica 2 sees replica 1's 3 requests in flight")
+    backend = (await gw2.client.get("/v1/switchyard/backends")).json()["backends"][0]
+    assert backend["in_flight"] == 0 and backend["remote_in_flight"] == 3
+    assert [r.status_code for r in await asyncio.gather(*requests)] == [200] * 3
+
+    async def drained() -> bool:
+        return gw2.gateway.state.views(["slow"])["slow"].in_flight == 0
+
+    await eventually(drained, "finished requests leave replica 2's view")
+
+    await gw1.close()
+    await eventually(lambda: connected(gw2, peers=0), "a stopped replica leaves at once")
+
+
+async def test_a_silent_replicas_load_expires_after_load_ttl(
+    namespace: str, start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    engine = await start_emulator()
+    config = make_config(
+        {"slow": engine.base_url}, state=redis_state(SHARED_REDIS, namespace, load_ttl_s=0.3)
+    )
+    gw = await start_gateway(config)
+    await eventually(lambda: connected(gw), "connected")
+    client = Redis.from_url(SHARED_REDIS)
+    try:
+        # A replica that crashed right after writing its load: nobody refreshes it.
+        await client.set(f"{namespace}:load:dead", encode_load({"slow": (5, 900, 2)}), px=300)
+        await client.set(f"{namespace}:load:garbled", b"not json", px=300)
+        await client.sadd(f"{namespace}:replicas", "dead", "garbled")
+
+        async def counted() -> bool:
+            return remote_in_flight(gw, "slow") == 5
+
+        await eventually(counted, "the dead replica's load is counted while it lasts")
+        assert (await status(gw))["rejected"] >= 1
+
+        async def expired() -> bool:
+            return remote_in_flight(gw, "slow") == 0 and (await status(gw))["peers"] == 0
+
+        started = time.monotonic()
+        await eventually(expired, "the dead replica's load expires", within_s=2.0)
+        assert time.monotonic() - started < 1.0
+        assert not await client.sismember(f"{namespace}:replicas", "dead")
+    finally:
+        await client.aclose()
+
+
+async def test_a_redis_outage_degrades_to_local_state_and_sharing_resumes(
+    private_redis: PrivateRedis, start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    await private_redis.start()
+    a, b = await start_emulator(), await start_emulator()
+    config = make_config(
+        {"a": a.base_url, "b": b.base_url}, state=redis_state(private_redis.url, "outage")
+    )
+    gw1, gw2 = await start_gateway(config), await start_gateway(config)
+    await eventually(lambda: connected(gw1, gw2, peers=1), "both replicas see each other")
+
+    await private_redis.kill()
+    for i in range(5):
+        response = await gw1.client.post("/v1/chat/completions", json=chat(f"during {i}?"))
+        assert response.status_code == 200
+
+    async def both_degraded() -> bool:
+        return not any([(await status(gw))["connected"] for gw in (gw1, gw2)])
+
+    await eventually(both_degraded, "both replicas report the outage")
+    down = await status(gw1)
+    assert down["last_error"] and down["peers"] == 0
+
+    await private_redis.start()
+    await eventually(lambda: connected(gw1, gw2, peers=1), "both replicas reconnect")
+    fresh = "A new system prompt after the outage. " * 60
+    response = await gw1.client.post("/v1/chat/completions", json=chat("back?", fresh))
+    served = response.headers["x-switchyard-backend"]
+
+    async def shared() -> bool:
+        return held_tokens(gw2, fresh)[served] > 0
+
+    await eventually(shared, "replica 2 learns replica 1's new prefix")
+
+
+async def test_a_paused_redis_never_slows_requests(
+    private_redis: PrivateRedis, start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    await private_redis.start()
+    engine = await start_emulator()
+    # Were Redis on the request path, a request would wait at least command_timeout_ms.
+    state = redis_state(private_redis.url, "paused", command_timeout_ms=1000)
+    config = make_config({"only": engine.base_url}, state=state)
+    gw = await start_gateway(config)
+    await eventually(lambda: connected(gw), "connected")
+    private_redis.signal(signal.SIGSTOP)  # accepts nothing, answers nothing: a hung server
+    try:
+        slowest = 0.0
+        for i in range(20):
+            started = time.monotonic()
+            response = await gw.client.post("/v1/chat/completions", json=chat(f"q{i}?"))
+            slowest = max(slowest, time.monotonic() - started)
+            assert response.status_code == 200
+        await eventually(lambda: _disconnected(gw), "the command timeout notices the hang")
+        assert slowest < 0.5, f"a request took {slowest:.3f}s while Redis hung"
+    finally:
+        private_redis.signal(signal.SIGCONT)
+    await eventually(lambda: connected(gw), "reconnects once Redis answers again")
+
+
+async def _disconnected(gw: RunningGateway) -> bool:
+    return not (await status(gw))["connected"]
+
+
+async def test_unreachable_redis_at_start_serves_on_local_state_with_a_bounded_queue(
+    start_emulator: StartEmulator, start_gateway: StartGateway, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = await start_emulator()
+    closed = f"redis://127.0.0.1:{free_port()}/0"
+    state = redis_state(closed, "unreachable", queue_size=3)
+    gw = await start_gateway(make_config({"only": engine.base_url}, state=state))
+    for i in range(8):
+        response = await gw.client.post("/v1/chat/completions", json=chat(f"q{i}?"))
+        assert response.status_code == 200
+    await eventually(lambda: _disconnected(gw), "reports the outage")
+    s = await status(gw)
+    assert s["queued"] == 3 and s["dropped"] == 5 and s["published"] == 0
+    assert "Connection" in s["last_error"] or "connect" in s["last_error"]
+    await asyncio.sleep(0.5)  # several reconnect attempts (back-off capped at 0.2 s)...
+    warnings = [r for r in caplog.records if r.name == "switchyard.sync"]
+    assert len(warnings) == 1, "...but the outage is logged once"
+    assert "unavailable" in warnings[0].getMessage()
+
+
+async def test_the_local_default_reports_local(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    engine = await start_emulator()
+    gw = await start_gateway(make_config({"only": engine.base_url}))
+    assert (await status(gw))["sync"] == "local"
+    assert gw.gateway.sync is None
+
+
+@pytest.mark.parametrize(
+    ("state", "problem"),
+    [
+        ({"backend": "etcd"}, "state.backend"),
+        ({"redis_url": "http://x"}, "state.redis_url"),
+        ({"queue_size": 0}, "state.queue_size"),
+        ({"publish_interval_ms": 500, "load_ttl_s": 0.5}, "state.load_ttl_s"),
+        ({"namespace": "has space"}, "state.namespace"),
+        ({"peers": 3}, "state.peers"),
+    ],
+)
+def test_state_config_problems_name_their_path(state: dict[str, Any], problem: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(make_config({"a": "http://127.0.0.1:9/v1"}, state=state))
+    assert any(p.startswith(problem) for p in caught.value.problems), caught.value.problems
+
+
+async def test_stopping_is_prompt_whenever_it_lands(namespace: str) -> None:
+    # redis-py can swallow a task's cancel: stop() must still end the sync task within a
+    # tick (before the fix, this hung), or the gateway's shutdown waits for its own timeout.
+    config = parse_config(
+        make_config(
+            {"a": "http://127.0.0.1:9/v1"},
+            state=redis_state(SHARED_REDIS, namespace, publish_interval_ms=5, load_ttl_s=0.1),
+        )
+    )
+    state = FleetState(config.backends, config.health)
+    index = PrefixIndex({"a": CacheSpec(100_000, 600.0)})
+    rng = random.Random(7)
+    for _ in range(30):
+        sync = RedisFleetSync(config.state, state, index)
+        sync.start()
+        await asyncio.sleep(rng.uniform(0.0, 0.03))
+        started = time.monotonic()
+        await sync.stop()
+        assert time.monotonic() - started < 0.5
+        assert not [t for t in asyncio.all_tasks() if t.get_name() == "fleet-sync"]
