@@ -51,7 +51,7 @@ from gateway.prefix.token_count import TokenCounter
 from gateway.quality.book import QualityBook
 from gateway.routing import RequestTraits, Router
 from policies import build_pipelines
-from policies.base import Endpoint
+from policies.snapshot import Endpoint
 
 ENDPOINT: Endpoint = "chat.completions"
 
@@ -161,7 +161,8 @@ class Bench:
         state = FleetState(config.backends, config.health)
         # As the gateway builds it: with the quality book, so quality-filter reads views.
         book = QualityBook(config.quality)
-        router = Router(config, state, build_pipelines(config), quality=book)
+        pipelines = build_pipelines(config.policies, config.profiles)
+        router = Router(config, state, pipelines, quality=book)
         # Router builds `Fingerprinter(TokenCounter())`; the same, with a stopwatch.
         router.fingerprinter = fingerprinter = TimedFingerprinter(TokenCounter())
         headers = {}

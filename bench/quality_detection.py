@@ -28,8 +28,8 @@ from gateway.quality.collect import StreamCollector, collect_body
 from gateway.quality.config import ProbeConfig, QualityConfig
 from gateway.quality.passive import QualityRecorder, request_context
 from gateway.quality.prober import Prober
-from policies.base import BackendView, QualityView, RequestInfo, Snapshot
 from policies.quality_filter import QualityFilter
+from policies.snapshot import BackendView, QualityView, RequestInfo, Snapshot
 from providers import Deadlines, OpenAICompatibleProvider, UpstreamRequest
 
 MODEL = "emulated-model"

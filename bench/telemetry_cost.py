@@ -27,7 +27,7 @@ from gateway.config import parse_config
 from gateway.http.app import create_app
 from gateway.service import Gateway
 from gateway.store import StoreWriter
-from gateway.telemetry.config import StoreConfig
+from gateway.store.config import StoreConfig
 from gateway.telemetry.record import RequestRecord
 from gateway.telemetry.store_sink import StoreSink
 

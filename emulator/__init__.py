@@ -5,11 +5,12 @@ from emulator.fleet import EmulatorFleet
 from emulator.metrics import EngineSnapshot
 from emulator.runtime_state import EmulatorRuntime, EmulatorStats
 from emulator.server import EmulatorServer
-from emulator.settings import EmulatorSettings, Faults
+from emulator.settings import EmulatorOptions, EmulatorSettings, Faults
 from emulator.timing import LinearTiming, TimingModel
 
 __all__ = [
     "EmulatorFleet",
+    "EmulatorOptions",
     "EmulatorRuntime",
     "EmulatorServer",
     "EmulatorSettings",

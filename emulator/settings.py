@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Sequence
+from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -77,8 +78,9 @@ class Faults(BaseModel):
     )
 
 
-class EmulatorSettings(BaseModel):
-    """How the emulated engine behaves.
+class EmulatorOptions(BaseModel):
+    """How the emulated engine behaves, whatever models it serves; the one source of its
+    defaults (a gateway backend's `emulator:` block is this model).
 
     ``cost_model="linear"`` (the default) uses the delays in ``timing.py``; ``"batched"``
     runs a continuous-batching scheduler over a prefix-caching KV cache (``scheduler.py``)
@@ -87,7 +89,6 @@ class EmulatorSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    models: list[str] = Field(default_factory=lambda: ["emulated-model"], min_length=1)
     token_delay_ms: float = Field(5.0, ge=0, description="Delay between output tokens.")
     base_latency_ms: float = Field(0.0, ge=0, description="Fixed part of time to first token.")
     prefill_ms_per_1k_tokens: float = Field(
@@ -123,9 +124,21 @@ class EmulatorSettings(BaseModel):
     max_num_seqs: int = Field(256, ge=1, description="Batched: sequences running at once.")
 
     @model_validator(mode="after")
-    def _check_kv_capacity(self) -> EmulatorSettings:
+    def _check_kv_capacity(self) -> Self:
         if self.kv_capacity_tokens < self.block_tokens:
             raise ValueError("kv_capacity_tokens must hold at least one block (block_tokens)")
         if self.block_tokens * self.bytes_per_token < 1:
             raise ValueError("block_tokens * bytes_per_token must be at least one byte")
         return self
+
+
+class EmulatorSettings(EmulatorOptions):
+    """Everything an emulated engine is started with: its options and the models it serves."""
+
+    models: list[str] = Field(default_factory=lambda: ["emulated-model"], min_length=1)
+
+    @classmethod
+    def serving(cls, models: Sequence[str], options: EmulatorOptions | None = None) -> Self:
+        """`options` (defaults when None) for an engine that serves `models`."""
+        chosen = options.model_dump() if options is not None else {}
+        return cls(models=list(models), **chosen)

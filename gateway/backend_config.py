@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gateway.emulator_options import EmulatorOptions
+from emulator.settings import EmulatorOptions
 from gateway.quality.config import ProbeConfig
 from gateway.telemetry.config import PricingConfig
-
-BackendKind = Literal[
-    "openai-compatible", "vllm", "sglang", "llama-cpp", "ollama", "openai", "emulated"
-]
-
-
-DEFAULT_IDLE_KEEPALIVE_S = 4.0
-"""Idle connections to engines are closed after this, before the engines close them
-(uvicorn, hence vLLM and SGLang, and llama.cpp: 5 s)."""
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, BackendKind, ProviderSettings
 
 
 class StrictConfig(BaseModel):
@@ -96,7 +87,9 @@ class BackendConfig(StrictConfig):
     base_url: str | None = Field(
         None, pattern=r"^https?://", description="Required unless kind is emulated."
     )
-    emulator: EmulatorOptions | None = None
+    emulator: EmulatorOptions | None = Field(
+        None, description="kind emulated: how its engine behaves (the emulator's defaults)."
+    )
     api_key_env: str | None = Field(
         None, description="Name of the environment variable holding the key; never the key."
     )
@@ -154,3 +147,16 @@ class BackendConfig(StrictConfig):
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None
+
+    def provider_settings(self) -> ProviderSettings:
+        """What this backend's provider adapter is opened with (the key read now)."""
+        return ProviderSettings(
+            name=self.name,
+            kind=self.kind,
+            base_url=self.base_url,
+            api_key=self.api_key(),
+            models=tuple(self.models),
+            max_connections=self.max_connections,
+            idle_keepalive_s=self.idle_keepalive_s,
+            emulator=self.emulator,
+        )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import logging
+import logging.config
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -14,6 +14,8 @@ import orjson
 
 from gateway.config import Config, ConfigError, load_config
 from gateway.errors import SwitchyardError
+from gateway.telemetry.config import AccessLogMode
+from gateway.terminal import banner, logging_config, serve_logging_config
 
 EMBEDDED_CONFIG = "embedded.yaml"
 
@@ -32,28 +34,29 @@ def _serve(args: argparse.Namespace) -> int:
     from gateway.http.app import create_app
     from gateway.service import client_keys
     from gateway.store import resolve_url
-
-    config = _load(args.config)
-    client_keys(config.server.api_keys_env)  # fail here, with a message, not in the lifespan
-    resolve_url(config.store)  # likewise for a bad SWITCHYARD_DATABASE_URL
-    server = config.server
-    host = args.host or server.host
-    port = args.port if args.port is not None else server.port
-    print(f"switchyard listening on http://{host}:{port}/v1", file=sys.stderr, flush=True)
-    common: dict[str, Any] = {
-        "host": host,
-        "port": port,
-        "log_level": args.log_level,
-        "access_log": False,
-        "timeout_graceful_shutdown": 5,
-        "timeout_keep_alive": server.keep_alive_s,
-    }
     from gateway.workers import prepare_metrics_dir, prepare_workers
 
+    config = _with_access_log(_load(args.config), args.access_log)
+    client_keys(config.server.api_keys_env)  # fail here, with a message, not in the lifespan
+    resolve_url(config.store)  # likewise for a bad SWITCHYARD_DATABASE_URL
+    host = args.host or config.server.host
+    port = args.port if args.port is not None else config.server.port
+    config_path = Path(args.config) if args.config else embedded_config_path()
+    shown = banner(
+        config,
+        config_path,
+        embedded=not args.config,
+        host=host,
+        port=port,
+        workers=args.workers,
+        log_level=args.log_level,
+    )
+    print(shown, file=sys.stderr, flush=True)
+    common = _uvicorn_options(args, config, host, port)
     cleanup = prepare_metrics_dir(args.workers)
     try:
         if args.workers > 1:
-            prepare_workers(config, Path(args.config or embedded_config_path()))
+            prepare_workers(config, config_path)
             uvicorn.run(
                 "gateway.workers:app_from_env", factory=True, workers=args.workers, **common
             )
@@ -62,6 +65,29 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         cleanup()
     return 0
+
+
+def _uvicorn_options(
+    args: argparse.Namespace, config: Config, host: str, port: int
+) -> dict[str, Any]:
+    return {
+        "host": host,
+        "port": port,
+        "log_level": args.log_level,
+        # The same set-up in every worker: quiet libraries, one line per request.
+        "log_config": serve_logging_config(args.log_level, config.telemetry.access_log),
+        "access_log": False,
+        "timeout_graceful_shutdown": 5,
+        "timeout_keep_alive": config.server.keep_alive_s,
+    }
+
+
+def _with_access_log(config: Config, mode: AccessLogMode | None) -> Config:
+    """`config` with `--access-log` applied, when it was given."""
+    if mode is None:
+        return config
+    telemetry = config.telemetry.model_copy(update={"access_log": mode})
+    return config.model_copy(update={"telemetry": telemetry})
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -117,8 +143,6 @@ def _emulate(args: argparse.Namespace) -> int:
 def _db(args: argparse.Namespace) -> int:
     import asyncio
 
-    # Alembic announces each of its built-in plugins at INFO; the migration steps stay.
-    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     from alembic.util import CommandError
 
     from gateway.store import DATABASE_URL_ENV, redact_url, resolve_url
@@ -183,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default from config: 8080)")
     serve.add_argument("--log-level", default="info")
     serve.add_argument(
+        "--access-log",
+        choices=["off", "line", "json"],
+        help="per request: nothing, one short line, or the whole record as JSON "
+        "(default from config: telemetry.access_log, line)",
+    )
+    serve.add_argument(
         "--workers",
         type=int,
         default=1,
@@ -233,10 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    level = str(getattr(args, "log_level", "info")).upper()
-    logging.basicConfig(level=level, format="%(asctime)s %(name)s %(message)s")
-    # httpx logs every upstream call at INFO; the access log already says what matters.
-    logging.getLogger("httpx").setLevel(logging.WARNING)
+    if not logging.getLogger().handlers:  # like basicConfig: a test runner's set-up stays
+        logging.config.dictConfig(logging_config(str(getattr(args, "log_level", "info"))))
     try:
         code: int = args.func(args)
     except ConfigError as exc:

@@ -12,8 +12,10 @@ from gateway.backend_config import BackendConfig
 from gateway.backend_config import StrictConfig as _Strict
 from gateway.demo_traffic import DemoConfig
 from gateway.quality.config import QualityConfig
-from gateway.telemetry.config import StoreConfig, TelemetryConfig
-from policies.pipeline import pipeline_problems
+from gateway.store.config import StoreConfig
+from gateway.telemetry.config import TelemetryConfig
+from policies.config import PolicyConfig, ProfileConfig
+from policies.profiles import pipeline_problems
 
 
 class TimeoutsConfig(_Strict):
@@ -54,22 +56,6 @@ class RouteConfig(_Strict):
     backends: list[str] = Field(min_length=1)
     profile: str = "balanced"
     sla: SlaConfig = SlaConfig()
-
-
-class PolicyConfig(_Strict):
-    type: str = Field(min_length=1, description="Built-in type name or a dotted path.")
-    name: str = Field(min_length=1)
-    params: dict[str, Any] = Field(default_factory=dict)
-
-
-class PluginRef(_Strict):
-    ref: str = Field(min_length=1, description="A policy's name, or a built-in type.")
-    weight: float = Field(1.0, ge=0)
-
-
-class ProfileConfig(_Strict):
-    name: str = Field(min_length=1)
-    plugins: list[PluginRef] = Field(min_length=1)
 
 
 class ServerConfig(_Strict):

@@ -8,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from gateway.routing import PromptWork
+from gateway.prefix.work import PromptWork
 from policies import describe_decision
-from policies.base import Decision
+from policies.decision import Decision
 
 
 @dataclass(slots=True)

@@ -1,8 +1,10 @@
 """Dispatch: try the ranked candidates in order, within the retry budget and deadlines.
 
 A retry is "the next acceptable candidate". Failures before the first byte move on; a
-4xx from the backend is the client's problem and goes straight back. In-flight counts are
-released on every path, including cancellation.
+4xx from the backend is the client's problem and goes straight back. Each attempt holds a
+`Lease` on its backend; the one that answers is handed to the caller, which finishes it
+when the response ends. In-flight counts are released on every path, including
+cancellation.
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
+from providers.errors import UpstreamError, UpstreamStatusError
+
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord
-from gateway.errors import CapacityExhausted, NoBackendAvailable, UpstreamError, UpstreamStatusError
+from gateway.errors import CapacityExhausted, NoBackendAvailable
 from gateway.fleet.state import FleetState
-from gateway.routing import PromptWork
+from gateway.lease import Lease, PrefixMemory
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 
 T = TypeVar("T")
@@ -31,13 +35,13 @@ class Dispatcher:
         state: FleetState,
         providers: Mapping[str, Provider],
         *,
-        on_dispatch: Callable[[str, PromptWork], None] = lambda name, work: None,
+        prefixes: PrefixMemory | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._config = config
         self._state = state
         self._providers = providers
-        self._on_dispatch = on_dispatch
+        self._prefixes = prefixes
         self._clock = clock
 
     def deadline(self) -> float:
@@ -45,28 +49,32 @@ class Dispatcher:
 
     async def send(
         self, record: DecisionRecord, request: UpstreamRequest, deadline: float
-    ) -> tuple[str, UpstreamResponse]:
+    ) -> tuple[Lease, UpstreamResponse]:
+        """The whole response and the lease of the backend that gave it, for the caller
+        to `finish()`."""
+
         async def attempt(provider: Provider, deadlines: Deadlines) -> UpstreamResponse:
             # A non-streaming answer arrives whole, after the full generation: only the
             # request's total deadline bounds it.
             left = max(0.001, deadline - self._clock())
             return await provider.send(request, replace(deadlines, first_byte_s=left))
 
-        return await self._try_in_order(record, attempt, deadline, hold=False)
+        return await self._try_in_order(record, attempt, deadline, streaming=False)
 
     async def open_stream(
         self, record: DecisionRecord, request: UpstreamRequest, deadline: float
-    ) -> tuple[str, UpstreamStream]:
-        """Returns the committed backend; its in-flight slot is the caller's to release."""
+    ) -> tuple[Lease, UpstreamStream]:
+        """A stream past its first chunk and the committed backend's lease, for the
+        caller to `finish()` when the stream ends."""
 
         async def attempt(provider: Provider, deadlines: Deadlines) -> UpstreamStream:
             return await provider.open_stream(request, deadlines)
 
-        return await self._try_in_order(record, attempt, deadline, hold=True)
+        return await self._try_in_order(record, attempt, deadline, streaming=True)
 
     async def _try_in_order(
-        self, record: DecisionRecord, attempt: AttemptFn[T], deadline: float, *, hold: bool
-    ) -> tuple[str, T]:
+        self, record: DecisionRecord, attempt: AttemptFn[T], deadline: float, *, streaming: bool
+    ) -> tuple[Lease, T]:
         decision = record.decision
         if not decision.order:
             names = [c.backend for c in decision.candidates]
@@ -82,15 +90,13 @@ class Dispatcher:
                 break
             name = order.pop(0)
             try:
-                result = await self._attempt(record, name, attempt, deadline, hold=hold)
+                return await self._attempt(record, name, attempt, deadline, streaming)
             except UpstreamError as exc:
                 if not exc.retryable:
                     raise
                 last = exc
                 if not order and await self._wait_retry_after(exc, deadline):
                     order.append(name)
-                continue
-            return name, result
         if last is not None:
             raise last
         raise NoBackendAvailable("request deadline passed before any backend answered")
@@ -101,37 +107,30 @@ class Dispatcher:
         name: str,
         attempt: AttemptFn[T],
         deadline: float,
-        *,
-        hold: bool,
-    ) -> T:
+        streaming: bool,
+    ) -> tuple[Lease, T]:
         started = self._clock()
-        uncached = record.work.uncached(name)
-        queue_was_empty = self._state.acquire(name, uncached)
-        self._on_dispatch(name, record.work)
-        keep_slot = False
+        lease = Lease(
+            name,
+            record.work,
+            state=self._state,
+            prefixes=self._prefixes,
+            streaming=streaming,
+            clock=self._clock,
+        )
         try:
             result = await attempt(self._providers[name], self._deadlines(name, deadline))
-            keep_slot = hold
         except UpstreamError as exc:
-            self._note_failure(name, exc)
+            lease.failed(exc)
             record.attempts.append(Attempt(name, exc.code or "error", self._ms_since(started)))
             raise
         except BaseException:
+            lease.failed(None)
             record.attempts.append(Attempt(name, "cancelled", self._ms_since(started)))
             raise
-        finally:
-            # Answered (first byte or whole body) or failed: either way no prefill is pending.
-            self._state.prefill_done(name, uncached)
-            if not keep_slot:
-                self._state.release(name)
-        if hold:
-            self._state.decode_started(name)
-            ttft_s = self._clock() - started
-            self._state.estimates(name).observe_ttft(ttft_s, uncached, queue_was_empty)
-        else:
-            self._state.record_success(name)
+        lease.committed()
         record.attempts.append(Attempt(name, "ok", self._ms_since(started)))
-        return result
+        return lease, result
 
     def _deadlines(self, name: str, deadline: float) -> Deadlines:
         timeouts = self._config.timeouts_for(name)
@@ -141,13 +140,6 @@ class Dispatcher:
             first_byte_s=min(timeouts.first_token_s, left),
             between_chunks_s=timeouts.between_chunks_s,
         )
-
-    def _note_failure(self, name: str, exc: UpstreamError) -> None:
-        if isinstance(exc, UpstreamStatusError) and exc.upstream_status == 429:
-            seconds = exc.retry_after_s if exc.retry_after_s is not None else 1.0
-            self._state.cool_down(name, seconds, f"rate limited upstream for {seconds:.1f}s")
-        elif exc.retryable:
-            self._state.record_failure(name, exc.code or "error")
 
     async def _wait_retry_after(self, exc: UpstreamError, deadline: float) -> bool:
         """On the last candidate, a short Retry-After is worth waiting out once."""

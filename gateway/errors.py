@@ -1,50 +1,22 @@
-"""The gateway's error tree and its single mapping to OpenAI-shaped JSON.
+"""The gateway's own errors, rooted where the providers' errors are so one handler takes both.
 
-SwitchyardError
+SwitchyardError (providers.errors.ApiError: 500 internal_error)
 ├── ClientError (4xx: the request is wrong)
 │   ├── InvalidRequest 400, Unauthorized 401, NotFound 404, PayloadTooLarge 413
 │   └── CapacityExhausted 429
-└── UpstreamError (the backend failed; `retryable` says if the next candidate may help)
-    ├── UpstreamConnectError 502, UpstreamStatusError (its status), UpstreamProtocolError 502
-    ├── UpstreamTimeout 504
+└── UpstreamError (providers/errors.py: the backend failed, with its own subclasses)
     └── NoBackendAvailable 503
+
+gateway/http/responses.py turns any of them into an OpenAI-shaped response or SSE event.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from providers.errors import ApiError, UpstreamError
 
-import orjson
-
-
-class SwitchyardError(Exception):
-    status: int = 500
-    type: str = "server_error"
-    code: str | None = "internal_error"
-    retryable: bool = False
-
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-        if code is not None:
-            self.code = code
-
-    def body(self) -> dict[str, Any]:
-        return {
-            "error": {
-                "message": self.message,
-                "type": self.type,
-                "param": self.param,
-                "code": self.code,
-            }
-        }
-
-    def json_bytes(self) -> bytes:
-        return orjson.dumps(self.body())
-
-    def headers(self) -> dict[str, str]:
-        return {}
+SwitchyardError = ApiError
+"""The gateway's name for the shared root, so `except SwitchyardError` also catches what
+a provider raises."""
 
 
 class ClientError(SwitchyardError):
@@ -82,72 +54,11 @@ class CapacityExhausted(ClientError):
         super().__init__(message)
         self.retry_after_s = retry_after_s
 
-    def headers(self) -> dict[str, str]:
-        return {"retry-after": str(max(1, round(self.retry_after_s)))}
-
-
-class UpstreamError(SwitchyardError):
-    status = 502
-    type = "upstream_error"
-    code = "bad_gateway"
-    retryable = True
-
-    def __init__(
-        self, message: str, *, backend: str | None = None, code: str | None = None
-    ) -> None:
-        super().__init__(message, code=code)
-        self.backend = backend
-
-
-class UpstreamConnectError(UpstreamError):
-    code = "upstream_connect_error"
-
-
-class UpstreamProtocolError(UpstreamError):
-    code = "upstream_protocol_error"
-
-
-class UpstreamTimeout(UpstreamError):
-    status = 504
-    type = "timeout_error"
-    code = "upstream_timeout"
-
-
-class UpstreamStatusError(UpstreamError):
-    """The backend answered with an error status; 4xx bodies are relayed to the client."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        backend: str | None,
-        upstream_status: int,
-        upstream_body: bytes = b"",
-        retry_after_s: float | None = None,
-    ) -> None:
-        super().__init__(message, backend=backend, code=f"upstream_{upstream_status}")
-        self.upstream_status = upstream_status
-        self.upstream_body = upstream_body
-        self.retry_after_s = retry_after_s
-        # 5xx and 429 are the backend's trouble: another candidate may succeed.
-        self.retryable = upstream_status >= 500 or upstream_status == 429
-        self.status = upstream_status if 400 <= upstream_status < 500 else 502
-        if upstream_status == 429:
-            self.type = "rate_limit_error"
-
-    def headers(self) -> dict[str, str]:
-        if self.retry_after_s is None:
-            return {}
-        return {"retry-after": str(max(1, round(self.retry_after_s)))}
-
 
 class NoBackendAvailable(UpstreamError):
+    """No candidate is left to try; not the backends' failure, so not retryable."""
+
     status = 503
     type = "service_unavailable"
     code = "no_backend_available"
     retryable = False
-
-
-def error_event(error: SwitchyardError) -> bytes:
-    """An SSE event that tells a streaming client the response ended in error."""
-    return b"data: " + error.json_bytes() + b"\n\n"

@@ -10,7 +10,7 @@ from gateway.fleet.state import FleetState
 from gateway.http.wire import parse_body, traits_of
 from gateway.routing import Router
 from policies import build_pipelines, describe_decision
-from policies.base import Endpoint
+from policies.snapshot import Endpoint
 
 
 def explain_request(
@@ -18,7 +18,7 @@ def explain_request(
 ) -> dict[str, Any]:
     """Decide on an idle fleet (every backend healthy, nothing in flight)."""
     state = FleetState(config.backends, config.health)
-    router = Router(config, state, build_pipelines(config))
+    router = Router(config, state, build_pipelines(config.policies, config.profiles))
     body, head = parse_body(raw, endpoint)
     route = router.route(head.model)
     lowered = {k.lower(): v for k, v in headers.items()}

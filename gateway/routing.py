@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gateway.config import Config, RouteConfig
-from gateway.errors import InvalidRequest, NotFound
+from gateway.errors import NotFound
 from gateway.fleet.state import FleetState
 from gateway.prefix.fingerprint import Fingerprint, Fingerprinter
 from gateway.prefix.index import CacheSpec, PrefixIndex
 from gateway.prefix.token_count import TokenCounter
+from gateway.prefix.work import PromptWork
 from gateway.quality.book import QualityBook
 from gateway.quality.lazy_views import QualityViews
 from policies import Pipeline
-from policies.base import Decision, Endpoint, RequestInfo, Snapshot
+from policies.decision import Decision
+from policies.snapshot import Endpoint, RequestInfo, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,21 +35,6 @@ class RequestTraits:
     messages: list[Any] | None = None
     tools: Any = None
     prompt: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PromptWork:
-    """The prompt's fingerprint and how much of it each backend is predicted to hold."""
-
-    fingerprint: Fingerprint | None = None
-    cached_tokens: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def prompt_tokens(self) -> int:
-        return self.fingerprint.prompt_tokens if self.fingerprint else 0
-
-    def uncached(self, backend: str) -> int:
-        return max(0, self.prompt_tokens - self.cached_tokens.get(backend, 0))
 
 
 class Router:
@@ -166,15 +152,3 @@ class Router:
         if traits.prompt is not None:
             return self.fingerprinter.text(model, traits.prompt)
         return None
-
-
-def slo_header(value: str | None, name: str) -> float | None:
-    if value is None:
-        return None
-    try:
-        target = float(value)
-    except ValueError:
-        raise InvalidRequest(f"header {name} must be a number of milliseconds") from None
-    if not 0 < target < math.inf:  # also refuses nan and inf
-        raise InvalidRequest(f"header {name} must be a positive, finite number of milliseconds")
-    return target

@@ -1,17 +1,21 @@
-"""The gateway's parts, built from a config and wired together; started and stopped as one."""
+"""The gateway's parts, built from a config and wired together; started and stopped as one.
+
+Everything start-up opens (providers and the engines they start, telemetry, background
+loops) goes on one exit stack: a failure part-way closes what was already open, and
+`stop_gateway` closes it all in reverse order.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import os
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from emulator import EmulatorServer, EmulatorSettings
-from gateway.backend_config import BackendConfig
 from gateway.config import Config, ConfigError
 from gateway.decisions import DecisionRing
 from gateway.dispatch import Dispatcher
@@ -23,9 +27,10 @@ from gateway.quality.book import QualityBook
 from gateway.quality.passive import QualityRecorder
 from gateway.quality.prober import Prober
 from gateway.routing import Router
+from gateway.tasks import start_task
 from gateway.telemetry.wiring import Telemetry, build_telemetry, start_telemetry, stop_telemetry
 from policies import build_pipelines
-from providers import Provider, build_provider
+from providers import Provider, open_provider
 
 logger = logging.getLogger("switchyard")
 
@@ -39,7 +44,6 @@ class Gateway:
     ring: DecisionRing
     telemetry: Telemetry
     providers: dict[str, Provider]
-    emulators: list[EmulatorServer] = field(default_factory=list)
     client_keys: Mapping[str, str] = field(default_factory=dict)
     """Each accepted client key -> its short id for records (the key itself is never kept
     anywhere else)."""
@@ -47,8 +51,8 @@ class Gateway:
     scraper: EngineScraper | None = None
     quality: QualityRecorder | None = None
     prober: Prober | None = None
-    _quality_task: asyncio.Task[None] | None = None
-    _probe_task: asyncio.Task[None] | None = None
+    _opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
+    """What start-up opened, closed by `stop_gateway`."""
 
     def authorize(self, authorization: str | None) -> str | None:
         """The caller's key id, or None when auth is off; raises when the key is wrong."""
@@ -66,64 +70,73 @@ class Gateway:
 
 
 async def start_gateway(config: Config) -> Gateway:
-    """Start emulated engines, open provider pools and the log writer."""
+    """Open a provider per backend (starting emulated engines), then telemetry and the
+    background loops; if any step fails, what was opened before it is closed."""
     keys = client_keys(config.server.api_keys_env)
-    pipelines = build_pipelines(config)
+    pipelines = build_pipelines(config.policies, config.profiles)
     state = FleetState(config.backends, config.health)
     book = QualityBook(config.quality) if config.quality.enabled else None
     router = Router(config, state, pipelines, quality=book)
-    sync = _fleet_sync(config, state, router)
-    providers, emulators, base_urls = await _open_backends(config)
-    targets = scrape_targets(config.backends, base_urls)
-    telemetry = build_telemetry(config, pipelines)
-    gateway = Gateway(
-        config=config,
-        state=state,
-        router=router,
-        dispatcher=Dispatcher(config, state, providers, on_dispatch=router.remember),
-        ring=DecisionRing(config.server.decision_ring_size),
-        telemetry=telemetry,
-        providers=providers,
-        emulators=emulators,
-        client_keys={key: key_id(key) for key in keys},
-        sync=sync,
-        scraper=EngineScraper(targets, state) if targets else None,
-        quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
-        prober=_prober(config, book, providers) if book is not None else None,
-    )
-    await start_telemetry(telemetry, config, state, book, gateway.prober)
-    if sync is not None:
-        sync.start()
-    if gateway.scraper is not None:
-        gateway.scraper.start()
-    if gateway.prober is not None:
-        gateway.prober.start()
-    if gateway.quality is not None:
-        gateway._quality_task = asyncio.create_task(
-            _refresh_quality(gateway.quality.book), name="quality-refresh"
+    async with AsyncExitStack() as stack:
+        providers = await _open_providers(config, stack)
+        targets = scrape_targets(config.backends, {n: p.base_url for n, p in providers.items()})
+        gateway = Gateway(
+            config=config,
+            state=state,
+            router=router,
+            dispatcher=Dispatcher(config, state, providers, prefixes=router),
+            ring=DecisionRing(config.server.decision_ring_size),
+            telemetry=build_telemetry(config, pipelines),
+            providers=providers,
+            client_keys={key: key_id(key) for key in keys},
+            sync=_fleet_sync(config, state, router),
+            scraper=EngineScraper(targets, state) if targets else None,
+            quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
+            prober=_prober(config, book, providers) if book is not None else None,
         )
-    if config.health.active_probes:
-        gateway._probe_task = asyncio.create_task(_probe_forever(gateway), name="health-probes")
+        await _start_background(gateway, book, stack)
+        gateway._opened = stack.pop_all()
     return gateway
 
 
 async def stop_gateway(gateway: Gateway) -> None:
-    if gateway.sync is not None:
-        await gateway.sync.stop()
-    if gateway._probe_task is not None:
-        gateway._probe_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await gateway._probe_task
-    if gateway.scraper is not None:
-        await gateway.scraper.stop()
-    if gateway.prober is not None:
-        await gateway.prober.stop()
-    if gateway._quality_task is not None:
-        gateway._quality_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await gateway._quality_task
-    await _close_all(gateway.providers, gateway.emulators)
-    await stop_telemetry(gateway.telemetry)
+    """Stop the loops, then telemetry, then close the providers (stopping their engines)."""
+    await gateway._opened.aclose()
+
+
+async def _open_providers(config: Config, stack: AsyncExitStack) -> dict[str, Provider]:
+    """A provider per backend, in config order, each closed when `stack` closes."""
+    providers: dict[str, Provider] = {}
+    for backend in config.backends:
+        provider = await open_provider(backend.provider_settings())
+        stack.push_async_callback(provider.close)
+        providers[backend.name] = provider
+    return providers
+
+
+class _Background(Protocol):
+    """A part that runs its own loop: started at once, stopped by awaiting `stop()`."""
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def _start_background(
+    gateway: Gateway, book: QualityBook | None, stack: AsyncExitStack
+) -> None:
+    """Telemetry, then the loops that keep state fresh, each stopped when `stack` closes."""
+    await start_telemetry(gateway.telemetry, gateway.config, gateway.state, book, gateway.prober)
+    stack.push_async_callback(stop_telemetry, gateway.telemetry)
+    parts: tuple[_Background | None, ...] = (gateway.sync, gateway.scraper, gateway.prober)
+    for part in parts:
+        if part is not None:
+            part.start()
+            stack.push_async_callback(part.stop)
+    if book is not None:
+        start_task(stack, _refresh_quality(book), name="quality-refresh")
+    if gateway.config.health.active_probes:
+        start_task(stack, _probe_forever(gateway), name="health-probes")
 
 
 async def _refresh_quality(book: QualityBook) -> None:
@@ -151,44 +164,6 @@ def _fleet_sync(config: Config, state: FleetState, router: Router) -> RedisFleet
     sync = RedisFleetSync(config.state, state, router.index)
     router.on_insert = sync.enqueue
     return sync
-
-
-async def _open_backends(
-    config: Config,
-) -> tuple[dict[str, Provider], list[EmulatorServer], dict[str, str]]:
-    """A provider per backend, emulated engines started; and each backend's base URL."""
-    emulators: list[EmulatorServer] = []
-    providers: dict[str, Provider] = {}
-    base_urls: dict[str, str] = {}
-    try:
-        for backend in config.backends:
-            base_url = backend.base_url or await _start_emulator(backend, emulators)
-            base_urls[backend.name] = base_url
-            providers[backend.name] = build_provider(backend, base_url)
-    except BaseException:
-        await _close_all(providers, emulators)
-        raise
-    return providers, emulators, base_urls
-
-
-async def _start_emulator(backend: BackendConfig, emulators: list[EmulatorServer]) -> str:
-    options = backend.emulator
-    settings = EmulatorSettings(
-        models=list(backend.models),
-        **(options.model_dump() if options else {}),
-    )
-    server = EmulatorServer(settings, host="127.0.0.1", port=0)
-    await server.start()
-    emulators.append(server)
-    logger.info("emulated engine %s listening on %s", backend.name, server.base_url)
-    return server.base_url
-
-
-async def _close_all(providers: dict[str, Provider], emulators: list[EmulatorServer]) -> None:
-    for provider in providers.values():
-        await provider.close()
-    for server in emulators:
-        await server.stop()
 
 
 async def probe_once(gateway: Gateway) -> None:

@@ -24,6 +24,8 @@ logger = logging.getLogger("switchyard")
 
 CONFIG_ENV = "SWITCHYARD_CONFIG"
 MIGRATED_ENV = "SWITCHYARD_MIGRATED"
+ACCESS_LOG_ENV = "SWITCHYARD_ACCESS_LOG"
+"""The access log's mode, which `serve --access-log` may have set over the file's."""
 
 
 def prepare_metrics_dir(workers: int) -> Callable[[], None]:
@@ -46,6 +48,7 @@ def prepare_metrics_dir(workers: int) -> Callable[[], None]:
 def prepare_workers(config: Config, config_path: Path) -> None:
     """Point the workers at the config and a migrated database."""
     os.environ[CONFIG_ENV] = str(config_path.resolve())
+    os.environ[ACCESS_LOG_ENV] = config.telemetry.access_log
     url = resolve_url(config.store)
     if url is not None and config.store.migrate_on_start:
         try:
@@ -58,9 +61,12 @@ def prepare_workers(config: Config, config_path: Path) -> None:
 
 
 def app_from_env() -> SwitchyardApp:
-    """A worker's app (uvicorn's factory): the config the parent named."""
+    """A worker's app (uvicorn's factory): the config the parent named, as the parent
+    runs it."""
     config = load_config(os.environ[CONFIG_ENV])
+    store, telemetry = config.store, config.telemetry
     if os.environ.get(MIGRATED_ENV):
-        store = config.store.model_copy(update={"migrate_on_start": False})
-        config = config.model_copy(update={"store": store})
-    return create_app(config)
+        store = store.model_copy(update={"migrate_on_start": False})
+    if mode := os.environ.get(ACCESS_LOG_ENV):
+        telemetry = telemetry.model_copy(update={"access_log": mode})
+    return create_app(config.model_copy(update={"store": store, "telemetry": telemetry}))

@@ -15,10 +15,10 @@ from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
+from gateway.store.config import normalize_database_url
 from gateway.store.database import DATABASE_URL_ENV, make_engine
 from gateway.store.migrate import MIGRATION_LOCK_ID
 from gateway.store.models import metadata
-from gateway.telemetry.config import normalize_database_url
 
 config = context.config
 if config.config_file_name is not None:  # the `alembic` command with alembic.ini

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 
-from policies.base import BackendView, Score, Verdict
+from policies.base import Score, Verdict
+from policies.snapshot import BackendView
 
 
 class _Columns:

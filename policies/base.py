@@ -1,110 +1,27 @@
-"""The routing contracts: what a policy reads (a snapshot) and what it returns.
+"""The routing contracts: the roles, what each returns, and the three plugin protocols.
 
 Filters keep or drop candidates, scorers give each candidate a value in [0, 1], a picker
 orders the survivors. Every answer carries a short human-readable reason. Policies are
-pure: they read the immutable snapshot and return values; recording, counting and
-ejecting happen outside them.
+pure: they read the immutable snapshot (`policies.snapshot`) and return values; recording,
+counting and ejecting happen outside them. What a decision produces is in
+`policies.decision`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import ClassVar, Final, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from policies.snapshot import BackendView, Snapshot
+
+if TYPE_CHECKING:
+    # Only named in the picker's signature; policies.decision builds on this module.
+    from policies.decision import Ranked
+
 Role = Literal["filter", "scorer", "picker"]
-Endpoint = Literal["chat.completions", "completions", "embeddings"]
-
-
-@dataclass(frozen=True, slots=True)
-class BackendView:
-    """One backend as the policies see it at decision time."""
-
-    name: str
-    kind: str
-    models: frozenset[str]
-    healthy: bool
-    in_flight: int
-    max_concurrency: int
-    health_reason: str = ""
-    queued_prefill_tokens: int = 0
-    """Uncached prompt tokens dispatched here and not yet prefilled (first byte not seen)."""
-    decoding: int = 0
-    """Streams past their first token, i.e. sequences in the decode batch."""
-    prefill_tokens_per_s: float = 10_000.0
-    """Estimated uncached prefill speed (a configured prior, refined from traffic)."""
-    tpot_ms: float = 20.0
-    """Estimated time per output token under the current load."""
-    network_ms: float = 0.0
-    """Estimated fixed overhead of a request to this backend (connection, queueing)."""
-    engine_running: int | None = None
-    """Requests the engine itself reports running (its scraped `/metrics`), every client's
-    included; None when the backend is not scraped or the last reading is stale."""
-    engine_waiting: int | None = None
-    """Requests the engine itself reports queued, not yet admitted; None as above."""
-    engine_kv_usage: float | None = None
-    """Fraction (0..1) of the KV cache the engine reports in use; None as above."""
-
-
-QualityState = Literal["healthy", "probation", "ejected", "unknown"]
-
-
-@dataclass(frozen=True, slots=True)
-class QualityView:
-    """A backend's live quality for the request's model (gateway/quality/), as policies see it."""
-
-    fidelity: float = 1.0
-    """In [0, 1]: is this the right model, served correctly (errors, tool calls, loops,
-    truncation, canary drift). The worst signal sets it."""
-    sla: float = 1.0
-    """In [0, 1]: does it meet the TTFT / TPOT it promised, lately."""
-    state: QualityState = "unknown"
-    """healthy; ejected (kept off traffic until `ejected_for_s` passes); probation (back
-    from an ejection, not yet above the restore threshold); unknown (no evidence yet)."""
-    reason: str = "no evidence yet"
-    """The signal that hurt most, in words."""
-    ejected_for_s: float = 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class RequestInfo:
-    """What the policies may know about the request being routed."""
-
-    route: str
-    model: str
-    endpoint: Endpoint
-    stream: bool
-    session_key: str | None
-    seq: int
-    """Per-route request counter; lets rotation policies stay pure."""
-    rng_seed: int
-    """Per-request seed; randomised policies derive their randomness from it."""
-    prompt_tokens: int = 0
-    """Prompt tokens (tiktoken count, or an estimate), tools included."""
-    max_tokens: int | None = None
-    ttft_slo_ms: float | None = None
-    tpot_slo_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """Immutable view of the fleet for one decision."""
-
-    request: RequestInfo
-    backends: Mapping[str, BackendView]
-    now_s: float
-    cached_tokens: Mapping[str, int] = field(default_factory=dict)
-    """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
-    quality: Mapping[str, QualityView] = field(default_factory=dict)
-    """Each backend's live quality for the request's model; absent: no quality tracking."""
-    derived: dict[tuple[object, ...], dict[str, float]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    """Numbers computed from this snapshot alone, shared by the policies of one decision:
-    per key (e.g. `("ttft", chunk_tokens)`), a number per backend name (e.g. predicted TTFT,
-    read by both sla-filter and kv-cost-scorer)."""
 
 
 Reason = str | Callable[[], str]
@@ -174,27 +91,6 @@ class Score:
         return f"Score(value={self.value!r}, reason={self.reason!r})"
 
 
-class Ranked:
-    """A surviving candidate with its combined weighted score (a plain class, as Score)."""
-
-    __slots__ = ("backend", "total")
-
-    def __init__(self, backend: BackendView, total: float) -> None:
-        self.backend: Final = backend
-        self.total: Final = total
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Ranked):
-            return NotImplemented
-        return (self.backend, self.total) == (other.backend, other.total)
-
-    def __hash__(self) -> int:
-        return hash((self.backend, self.total))
-
-    def __repr__(self) -> str:
-        return f"Ranked(backend={self.backend.name!r}, total={self.total!r})"
-
-
 @dataclass(frozen=True, slots=True)
 class Pick:
     """A picker's answer: the order in which to try backends (first = chosen)."""
@@ -211,8 +107,13 @@ class PolicyParams(BaseModel):
 
 @runtime_checkable
 class Filter(Protocol):
+    """Keeps or drops candidates; later plugins see only the survivors."""
+
     role: ClassVar[Role]
+    type_name: ClassVar[str]
+    """Kebab-case with the role suffix, e.g. `healthy-filter`; the built-ins' registry key."""
     name: str
+    """The plugin's name in its profile: the declared policy's name, or the type name."""
 
     def filter(
         self, snapshot: Snapshot, candidates: Sequence[BackendView]
@@ -223,7 +124,10 @@ class Filter(Protocol):
 
 @runtime_checkable
 class Scorer(Protocol):
+    """Gives each surviving candidate a value in [0, 1]; the pipeline weights them."""
+
     role: ClassVar[Role]
+    type_name: ClassVar[str]
     name: str
 
     def score(self, snapshot: Snapshot, candidates: Sequence[BackendView]) -> Mapping[str, Score]:
@@ -233,7 +137,10 @@ class Scorer(Protocol):
 
 @runtime_checkable
 class Picker(Protocol):
+    """Orders the ranked survivors; the first is chosen, the rest are the retries."""
+
     role: ClassVar[Role]
+    type_name: ClassVar[str]
     name: str
 
     def pick(self, snapshot: Snapshot, ranked: Sequence[Ranked]) -> Pick:
@@ -242,42 +149,3 @@ class Picker(Protocol):
 
 
 Policy = Filter | Scorer | Picker
-
-
-@dataclass(frozen=True, slots=True)
-class CandidateReport:
-    """Everything the pipeline learned about one candidate."""
-
-    backend: str
-    total: float
-    scores: Mapping[str, Score] = field(default_factory=dict)
-    dropped_by: str | None = None
-    verdicts: Mapping[str, Verdict] = field(default_factory=dict)
-    """Each filter's verdict, keyed by filter name, up to and including the one that
-    dropped it; keeps reasons such as healthy-filter's panic mode visible."""
-
-    @property
-    def drop_reason(self) -> str | None:
-        verdict = self.verdicts.get(self.dropped_by) if self.dropped_by else None
-        return verdict.reason if verdict is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """The outcome of one routing decision, with every reason kept."""
-
-    id: str
-    route: str
-    model: str
-    order: tuple[str, ...]
-    candidates: Sequence[CandidateReport]
-    """Per candidate, in the order given: the reports of every plugin (built on first read)."""
-    picker: str
-    picker_reason: str
-    timings_us: Mapping[str, float]
-    total_us: float
-    created_at: float
-
-    @property
-    def chosen(self) -> str | None:
-        return self.order[0] if self.order else None

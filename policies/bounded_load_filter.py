@@ -12,8 +12,10 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from policies.answers import Verdicts
-from policies.base import BackendView, PolicyParams, Role, Snapshot, Verdict
+from policies.base import PolicyParams, Role, Verdict
 from policies.predict import uncached_tokens_each
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,7 @@ def _reason(bound: _Bound, minimum: int, case: _Case, b: BackendView, now: int, 
     return bound.describe(now, more, "≤" if case == "within" else ">")
 
 
+@register_policy
 class BoundedLoadFilter:
     """Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam, 2018):
     drops a backend when `load + added > ceil((1 + epsilon) * (total + added) / n)` over the n

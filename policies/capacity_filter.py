@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from policies.base import BackendView, PolicyParams, Role, Snapshot, Verdict
+from policies.base import PolicyParams, Role, Verdict
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 
+@register_policy
 class CapacityFilter:
     """Drops a backend when `in_flight >= max_concurrency`."""
 

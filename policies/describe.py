@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from policies.base import CandidateReport, Decision
+from policies.decision import CandidateReport, Decision
 
 
 def describe_decision(decision: Decision) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import ClassVar
 from pydantic import Field
 
 from policies.answers import Scores
-from policies.base import BackendView, Role, Score, Snapshot
+from policies.base import Role, Score
 from policies.predict import (
     PredictionParams,
     cached_prompt_tokens_each,
@@ -19,11 +19,14 @@ from policies.predict import (
     predicted_ttfts_ms,
     prefill_ms,
 )
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 _MIN_COST_MS = 1.0
 """Costs below a millisecond are noise; the floor also keeps `min / cost` defined."""
 
 
+@register_policy
 class KvCostScorer:
     """Scores `min_cost / cost` over the candidates, so the cheapest scores 1.0, where
 

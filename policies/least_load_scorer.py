@@ -6,9 +6,12 @@ from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import ClassVar
 
-from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 
+@register_policy
 class LeastLoadScorer:
     """Scores `(min + 1) / (in_flight + 1)` against the least-loaded candidate, or, with
     `relative: false`, the free share of the backend's own `max_concurrency`."""

@@ -8,9 +8,12 @@ from typing import ClassVar
 from pydantic import Field
 
 from policies.answers import Scores
-from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 
+@register_policy
 class LoadScorer:
     """Scores `1 / (1 + requests / in_flight_scale + queued_prefill_tokens / tokens_scale
     + kv_weight * engine KV usage)`.

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from policies.base import Pick, PolicyParams, Ranked, Role, Snapshot
+from policies.base import Pick, PolicyParams, Role
+from policies.decision import Ranked
+from policies.register import register_policy
+from policies.snapshot import Snapshot
 
 
+@register_policy
 class MaxScorePicker:
     """Sorts by total score, highest first.
 

@@ -29,7 +29,8 @@ from typing import cast
 
 from pydantic import Field
 
-from policies.base import BackendView, PolicyParams, Snapshot
+from policies.base import PolicyParams
+from policies.snapshot import BackendView, Snapshot
 
 DEFAULT_PREFILL_CHUNK_TOKENS = 2048
 DEFAULT_TPOT_GROWTH_PER_DECODE = 0.01

@@ -10,10 +10,13 @@ from typing import ClassVar
 from pydantic import Field
 
 from policies.answers import Scores
-from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
 from policies.predict import cached_prompt_tokens_each, describe_cache
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 
+@register_policy
 class PrefixCacheScorer:
     """Scores the prefill tokens a cache hit saves: `1 - exp(-cached / scale_tokens)`.
 

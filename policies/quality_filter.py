@@ -11,9 +11,13 @@ from typing import ClassVar
 from pydantic import Field
 
 from policies.answers import Verdicts
-from policies.base import BackendView, PolicyParams, QualityView, Role, Snapshot, Verdict
+from policies.base import PolicyParams, Role, Verdict
+from policies.register import register_policy
+from policies.snapshot import BackendView, QualityView, Snapshot
 
 
+# No `quality` alias: it has always named quality-scorer.
+@register_policy(alias=False)
 class QualityFilter:
     """Drops candidates the quality book has ejected for the request's model.
 

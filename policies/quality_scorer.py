@@ -8,9 +8,12 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from policies.base import BackendView, PolicyParams, QualityView, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
+from policies.register import register_policy
+from policies.snapshot import BackendView, QualityView, Snapshot
 
 
+@register_policy
 class QualityScorer:
     """Scores `fidelity ** (1 - sla_weight) * sla ** sla_weight`.
 

@@ -6,11 +6,14 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 _SCALE = 1.0 / float(1 << 64)
 
 
+@register_policy
 class RandomScorer:
     """Uniform scores in [0, 1) from `rng_seed`, the plugin's name and the backend's name.
 

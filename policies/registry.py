@@ -1,34 +1,19 @@
-"""Built-in policy types, aliases, and loading a user's policy class by dotted path."""
+"""Finding a policy class by type name (a built-in or its alias, or a user's class by
+dotted path) and creating it from its declaration with validated params."""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import cast
 
 from pydantic import ValidationError
 
-from policies.base import Policy, PolicyParams, Role
-from policies.bounded_load_filter import BoundedLoadFilter
-from policies.capacity_filter import CapacityFilter
-from policies.healthy_filter import HealthyFilter
-from policies.kv_cost_scorer import KvCostScorer
-from policies.least_load_scorer import LeastLoadScorer
-from policies.load_scorer import LoadScorer
-from policies.max_score_picker import MaxScorePicker
-from policies.model_match_filter import ModelMatchFilter
-from policies.prefix_cache_scorer import PrefixCacheScorer
-from policies.quality_filter import QualityFilter
-from policies.quality_scorer import QualityScorer
-from policies.random_scorer import RandomScorer
-from policies.round_robin_scorer import RoundRobinScorer
-from policies.session_affinity_scorer import SessionAffinityScorer
-from policies.sla_filter import SlaFilter
-from policies.weighted_random_picker import WeightedRandomPicker
-
-if TYPE_CHECKING:
-    from gateway.config import PolicyConfig
+from policies.base import Policy, PolicyParams
+from policies.builtins import BUILTINS
+from policies.config import PolicyConfig
+from policies.register import PolicyFactory
 
 
 class PolicyConfigError(ValueError):
@@ -39,45 +24,9 @@ class PolicyConfigError(ValueError):
         super().__init__("; ".join(problems))
 
 
-class PolicyFactory(Protocol):
-    """A policy class: a `role`, a nested `Params` model (see `params_model`), and
-    `cls(name, params)` returning a filter, scorer or picker."""
-
-    @property
-    def role(self) -> Role: ...
-
-    def __call__(self, name: str, params: Any) -> Policy: ...
-
-
 METHOD_FOR_ROLE: Mapping[str, str] = MappingProxyType(
     {"filter": "filter", "scorer": "score", "picker": "pick"}
 )
-
-_CANONICAL: dict[str, PolicyFactory] = {
-    ModelMatchFilter.type_name: ModelMatchFilter,
-    HealthyFilter.type_name: HealthyFilter,
-    CapacityFilter.type_name: CapacityFilter,
-    BoundedLoadFilter.type_name: BoundedLoadFilter,
-    SlaFilter.type_name: SlaFilter,
-    QualityFilter.type_name: QualityFilter,
-    RoundRobinScorer.type_name: RoundRobinScorer,
-    RandomScorer.type_name: RandomScorer,
-    LeastLoadScorer.type_name: LeastLoadScorer,
-    SessionAffinityScorer.type_name: SessionAffinityScorer,
-    PrefixCacheScorer.type_name: PrefixCacheScorer,
-    LoadScorer.type_name: LoadScorer,
-    KvCostScorer.type_name: KvCostScorer,
-    QualityScorer.type_name: QualityScorer,
-    MaxScorePicker.type_name: MaxScorePicker,
-    WeightedRandomPicker.type_name: WeightedRandomPicker,
-}
-
-# Short names without the role suffix, as in SGLang's policy factory.
-_ALIASES: dict[str, PolicyFactory] = {
-    name.rsplit("-", 1)[0]: factory for name, factory in _CANONICAL.items()
-}
-
-BUILTINS: Mapping[str, PolicyFactory] = MappingProxyType(_CANONICAL | _ALIASES)
 
 
 def params_model(factory: PolicyFactory) -> type[PolicyParams]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 
+@register_policy
 class RoundRobinScorer:
     """The candidate in rotation slot 1 (`seq % n` over names sorted) scores 1.0 and
     each later slot 1/n less, so the rotation order is also the fallback order."""

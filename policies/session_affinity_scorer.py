@@ -8,11 +8,14 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from policies.base import BackendView, PolicyParams, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
+from policies.register import register_policy
+from policies.snapshot import BackendView, Snapshot
 
 _NO_KEY_VALUE = 0.5
 
 
+@register_policy
 class SessionAffinityScorer:
     """Ranks candidates by `blake2b(session_key, backend)`; rank r scores `decay ** r`.
 

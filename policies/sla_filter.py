@@ -7,8 +7,10 @@ from functools import partial
 from typing import ClassVar, Literal, NamedTuple
 
 from policies.answers import Verdicts
-from policies.base import BackendView, RequestInfo, Role, Snapshot, Verdict
+from policies.base import Role, Verdict
 from policies.predict import PredictionParams, predicted_tpots_ms, predicted_ttfts_ms
+from policies.register import register_policy
+from policies.snapshot import BackendView, RequestInfo, Snapshot
 
 Metric = Literal["TTFT", "TPOT"]
 _NO_SLA = Verdict(True, "no SLA")
@@ -21,6 +23,7 @@ class _Target(NamedTuple):
     """`500 ms`, formatted once per request rather than once per candidate."""
 
 
+@register_policy
 class SlaFilter:
     """Compares `request.ttft_slo_ms` / `tpot_slo_ms` with the predictions of
     `policies.predict`; a request without targets keeps every candidate.

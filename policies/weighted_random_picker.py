@@ -9,9 +9,13 @@ from typing import ClassVar
 
 from pydantic import Field
 
-from policies.base import Pick, PolicyParams, Ranked, Role, Snapshot
+from policies.base import Pick, PolicyParams, Role
+from policies.decision import Ranked
+from policies.register import register_policy
+from policies.snapshot import Snapshot
 
 
+@register_policy
 class WeightedRandomPicker:
     """Draws the whole order without replacement, each step with probability
     proportional to `exp(total / temperature)` among the candidates not yet drawn.

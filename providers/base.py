@@ -1,10 +1,12 @@
-"""The provider adapter contract: send, stream, health, close."""
+"""The provider adapter contract: open, send, stream, health, close."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
+
+from providers.settings import ProviderSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,14 @@ class UpstreamStream(Protocol):
 
 
 class Provider(Protocol):
+    """One backend's adapter, ready to send once opened by its `ProviderFactory`."""
+
     name: str
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL this adapter talks to (an emulated engine's once started)."""
+        ...
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
         """A complete non-streaming response, or an UpstreamError."""
@@ -65,7 +74,20 @@ class Provider(Protocol):
 
     async def health(self, timeout_s: float) -> HealthResult: ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release what opening took: connections, and an engine the adapter started."""
+        ...
+
+
+class ProviderFactory(Protocol):
+    """Opens one kind's adapter; what it needs is started before it returns.
+
+    Opening is async because an adapter may start something first (the `emulated` kind
+    starts an engine on loopback). A factory that fails leaves nothing running; the
+    caller closes a provider it was given with `close()`.
+    """
+
+    async def __call__(self, settings: ProviderSettings) -> Provider: ...
 
 
 def upstream_headers(api_key: str | None, extra: Mapping[str, str] | None = None) -> dict[str, str]:

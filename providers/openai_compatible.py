@@ -15,14 +15,6 @@ from time import time
 
 import aiohttp
 
-from gateway.backend_config import DEFAULT_IDLE_KEEPALIVE_S
-from gateway.errors import (
-    UpstreamConnectError,
-    UpstreamError,
-    UpstreamProtocolError,
-    UpstreamStatusError,
-    UpstreamTimeout,
-)
 from providers.base import (
     Deadlines,
     HealthResult,
@@ -30,8 +22,29 @@ from providers.base import (
     UpstreamResponse,
     upstream_headers,
 )
+from providers.errors import (
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTimeout,
+)
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
 
 _MAX_ERROR_BODY_BYTES = 64 * 1024
+
+
+async def open_openai_compatible(settings: ProviderSettings) -> OpenAICompatibleProvider:
+    """The adapter for `settings.base_url`; its connection pool opens on first use."""
+    if settings.base_url is None:
+        raise ValueError(f"backend {settings.name}: an OpenAI-compatible adapter needs base_url")
+    return OpenAICompatibleProvider(
+        settings.name,
+        settings.base_url,
+        settings.api_key,
+        max_connections=settings.max_connections,
+        idle_keepalive_s=settings.idle_keepalive_s,
+    )
 
 
 class OpenAICompatibleProvider:
@@ -45,7 +58,7 @@ class OpenAICompatibleProvider:
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
     ) -> None:
         self.name = name
-        self._base_url = base_url.rstrip("/")
+        self.base_url = base_url.rstrip("/")
         self._api_key = api_key
         self._headers = upstream_headers(api_key)
         self._max_connections = max_connections
@@ -104,7 +117,7 @@ class OpenAICompatibleProvider:
         try:
             with self.map_upstream_errors():
                 async with self.session.get(
-                    self._base_url + "/models",
+                    self.base_url + "/models",
                     headers=self._headers,
                     timeout=aiohttp.ClientTimeout(total=timeout_s),
                 ) as response:
@@ -124,7 +137,7 @@ class OpenAICompatibleProvider:
         self, request: UpstreamRequest, limits: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
         return await self.session.post(
-            self._base_url + request.path,
+            self.base_url + request.path,
             data=request.body,
             headers=self._headers,
             timeout=limits,
@@ -159,7 +172,7 @@ class OpenAICompatibleProvider:
 
     @contextmanager
     def map_upstream_errors(self) -> Iterator[None]:
-        """Turn transport exceptions into the gateway's UpstreamError tree."""
+        """Turn transport exceptions into the UpstreamError tree (providers/errors.py)."""
         try:
             yield
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:

@@ -1,18 +1,30 @@
-"""Which adapter serves which backend kind."""
+"""Which adapter serves which backend kind, and opening a provider for one backend."""
 
 from __future__ import annotations
 
-from gateway.backend_config import BackendConfig
-from providers.base import Provider
-from providers.openai_compatible import OpenAICompatibleProvider
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from providers.base import Provider, ProviderFactory
+from providers.emulated import open_emulated
+from providers.openai_compatible import open_openai_compatible
+from providers.settings import BackendKind, ProviderSettings
+
+FACTORIES: Mapping[BackendKind, ProviderFactory] = MappingProxyType(
+    {
+        # Every engine and cloud known today speaks the OpenAI wire format; native
+        # adapters come later.
+        "openai-compatible": open_openai_compatible,
+        "vllm": open_openai_compatible,
+        "sglang": open_openai_compatible,
+        "llama-cpp": open_openai_compatible,
+        "ollama": open_openai_compatible,
+        "openai": open_openai_compatible,
+        "emulated": open_emulated,
+    }
+)
 
 
-def build_provider(config: BackendConfig, base_url: str) -> Provider:
-    """Every kind known today speaks the OpenAI wire format; native adapters come later."""
-    return OpenAICompatibleProvider(
-        config.name,
-        base_url,
-        config.api_key(),
-        max_connections=config.max_connections,
-        idle_keepalive_s=config.idle_keepalive_s,
-    )
+async def open_provider(settings: ProviderSettings) -> Provider:
+    """The adapter for `settings.kind`, opened; see `ProviderFactory`."""
+    return await FACTORIES[settings.kind](settings)

@@ -128,6 +128,8 @@ def start_router(target: Target, engine_urls: list[str], settings: ReplaySetting
     else:
         assert target.profile is not None
         config = profile_config(target.profile, fleet, port)
+    if settings.access_log:  # each request with its decision and reasons, not the short line
+        config.setdefault("telemetry", {})["access_log"] = "json"
     parse_config(config, source=f"{target.name} (generated)")  # named problems, not a log tail
     server = start_gateway_process(
         config,

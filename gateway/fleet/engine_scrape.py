@@ -15,7 +15,6 @@ once when it recovers; the failures in between are counted and logged at debug l
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,9 +22,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from gateway.backend_config import DEFAULT_IDLE_KEEPALIVE_S, BackendConfig, MetricsConfig
+from gateway.backend_config import BackendConfig, MetricsConfig
 from gateway.fleet.engine_metrics import EngineLoad, parse_engine_load
 from gateway.fleet.state import FleetState
+from gateway.tasks import cancel_and_wait
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S
 
 logger = logging.getLogger("switchyard.engine_metrics")
 
@@ -67,8 +68,8 @@ def metrics_url(backend: BackendConfig, base_url: str) -> str:
 def scrape_targets(
     backends: Iterable[BackendConfig], base_urls: Mapping[str, str]
 ) -> list[ScrapeTarget]:
-    """A target per backend with metrics enabled; `base_urls` holds the addresses in use
-    (an emulated backend's is known only once it has started)."""
+    """A target per backend with metrics enabled; `base_urls` holds each backend's
+    provider's `base_url` (an emulated engine's is known only once it has started)."""
     return [
         ScrapeTarget(b.name, metrics_url(b, base_urls[b.name]), tuple(b.models), b.metrics)
         for b in backends
@@ -124,14 +125,13 @@ class EngineScraper:
         self._task.add_done_callback(_log_crash)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        task, self._task = self._task, None
+        try:
+            await cancel_and_wait(task)
+        finally:
+            if self._session is not None:
+                await self._session.close()
+                self._session = None
 
     @property
     def session(self) -> aiohttp.ClientSession:

@@ -1,4 +1,5 @@
-"""Live per-backend bookkeeping (in-flight, health, ejection) and the snapshots policies read."""
+"""Live per-backend load bookkeeping (in flight, queued prefill, decoding, engine readings)
+and the snapshots policies read, built from it and the health detector's state."""
 
 from __future__ import annotations
 
@@ -11,13 +12,16 @@ from gateway.backend_config import BackendConfig
 from gateway.config import HealthConfig
 from gateway.fleet.engine_metrics import EngineLoad
 from gateway.fleet.estimates import BackendEstimates
-from policies.base import BackendView
+from gateway.fleet.health import BackendHealth, HealthDetector
+from policies.snapshot import BackendView
 
 
 @dataclass(slots=True)
 class _BackendState:
     config: BackendConfig
     estimates: BackendEstimates
+    health: BackendHealth
+    """The detector's record for this backend: read here, written by HealthDetector."""
     models: frozenset[str] = frozenset()
     """`config.models`, frozen once: every decision's views share it."""
     in_flight: int = 0
@@ -25,16 +29,7 @@ class _BackendState:
     decoding: int = 0
     remote: tuple[int, int, int] = (0, 0, 0)
     """Other gateway replicas' (in_flight, queued_prefill_tokens, decoding) here."""
-    consecutive_failures: int = 0
-    ejections: int = 0
-    """Ejections in a row (the back-off exponent); reset by a success."""
-    ejections_total: int = 0
-    ejected_until: float = 0.0
-    ejected_reason: str = ""
-    probe_ok: bool = True
-    probe_reason: str = "not probed yet"
     requests: int = 0
-    failures: int = 0
     engine: EngineLoad | None = None
     """The engine's own numbers from its last good scrape of /metrics."""
     engine_at: float = 0.0
@@ -49,7 +44,11 @@ class _BackendState:
 
 
 class FleetState:
-    """Mutable state of every backend. Only the gateway writes it; policies see snapshots."""
+    """Mutable state of every backend. Only the gateway writes it; policies see snapshots.
+
+    Health evidence and ejections are the `HealthDetector`'s; the methods recording them
+    pass them on and drop the views they change.
+    """
 
     def __init__(
         self,
@@ -59,16 +58,19 @@ class FleetState:
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self._health = health
         self._clock = clock or time.monotonic
-        self._rng = rng or random.Random()
+        configs = list(backends)
+        self._health = HealthDetector(
+            (b.name for b in configs), health, clock=self._clock, rng=rng or random.Random()
+        )
         self._backends = {
             b.name: _BackendState(
                 b,
                 BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms),
+                self._health.of(b.name),
                 frozenset(b.models),
             )
-            for b in backends
+            for b in configs
         }
         self._route_seq: dict[str, int] = {}
 
@@ -93,7 +95,7 @@ class FleetState:
             view = state.view
             if view is None or not self._still_current(state, view, now):
                 view = self._view(state, now)
-                state.view = view if state.ejected_until <= now else None
+                state.view = view if state.health.ejected_until <= now else None
                 state.view_engine_fresh = self._fresh_engine(state, now) is not None
             found[name] = view
         return found
@@ -111,7 +113,7 @@ class FleetState:
         return not state.view_engine_fresh or self._fresh_engine(state, now) is not None
 
     def _view(self, state: _BackendState, now: float) -> BackendView:
-        healthy, reason = self._health_of(state, now)
+        healthy, reason = state.health.status(now)
         cfg = state.config
         in_flight, queued, decoding = state.remote
         engine = self._fresh_engine(state, now)
@@ -138,14 +140,6 @@ class FleetState:
         if state.engine is None or metrics is None:
             return None
         return state.engine if now - state.engine_at <= metrics.stale_after_s else None
-
-    def _health_of(self, state: _BackendState, now: float) -> tuple[bool, str]:
-        if state.ejected_until > now:
-            left = state.ejected_until - now
-            return False, f"{state.ejected_reason}; back in {left:.1f}s"
-        if not state.probe_ok:
-            return False, state.probe_reason
-        return True, "healthy"
 
     def acquire(self, name: str, uncached_tokens: int = 0) -> bool:
         """Count a request dispatched here; True if its prefill queue was empty."""
@@ -216,50 +210,28 @@ class FleetState:
         return self._backends[name].in_flight
 
     def record_success(self, name: str) -> None:
-        state = self._backends[name]
-        state.consecutive_failures = 0
-        state.ejections = 0
+        # Nothing a view shows changes: only the detector's failures in a row and back-off.
+        self._health.record_success(name)
 
     def record_failure(self, name: str, reason: str) -> None:
         """A backend-side failure (connect error, timeout, 5xx): counts towards ejection."""
-        state = self._backends[name]
-        state.failures += 1
-        state.consecutive_failures += 1
-        state.view = None
-        if state.consecutive_failures >= self._health.consecutive_failures:
-            state.ejections += 1
-            state.ejections_total += 1
-            backoff = self._health.ejection_base_s * 2 ** (state.ejections - 1)
-            backoff = min(backoff, self._health.ejection_max_s)
-            backoff *= 1.0 + 0.2 * self._rng.random()  # jitter: gateways don't return in step
-            state.ejected_until = self._clock() + backoff
-            state.ejected_reason = (
-                f"ejected after {state.consecutive_failures} consecutive failures ({reason})"
-            )
-            state.consecutive_failures = 0
+        self._health.record_failure(name, reason)
+        self._backends[name].view = None
 
     def cool_down(self, name: str, seconds: float, reason: str) -> None:
         """Keep traffic off a backend that asked for it (429 with Retry-After)."""
-        state = self._backends[name]
-        until = self._clock() + seconds
-        state.view = None
-        if until > state.ejected_until:
-            state.ejected_until = until
-            state.ejected_reason = reason
+        self._health.cool_down(name, seconds, reason)
+        self._backends[name].view = None
 
     def record_probe(self, name: str, ok: bool, reason: str) -> None:
-        state = self._backends[name]
-        state.probe_ok = ok
-        state.probe_reason = reason
-        state.view = None
-        if ok and state.ejected_until and state.ejected_until <= self._clock():
-            state.ejected_until = 0.0
+        self._health.record_probe(name, ok, reason)
+        self._backends[name].view = None
 
     def describe(self) -> list[dict[str, object]]:
         now = self._clock()
         out: list[dict[str, object]] = []
         for state in self._backends.values():
-            healthy, reason = self._health_of(state, now)
+            healthy, reason = state.health.status(now)
             out.append(
                 {
                     "name": state.config.name,
@@ -277,8 +249,8 @@ class FleetState:
                     "tpot_ms": round(state.estimates.tpot_ms, 3),
                     "max_concurrency": state.config.max_concurrency,
                     "requests": state.requests,
-                    "failures": state.failures,
-                    "ejections": state.ejections_total,
+                    "failures": state.health.failures,
+                    "ejections": state.health.ejections,
                     "engine": self._describe_engine(state, now),
                 }
             )

@@ -39,6 +39,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from gateway.config import ConfigError, StateConfig
+from gateway.fleet.backoff import Backoff
 from gateway.fleet.state import FleetState
 from gateway.fleet.sync_wire import (
     REPLICA_ID_BYTES,
@@ -157,8 +158,12 @@ class RedisFleetSync:
         self._state.set_remote({})
 
     async def _run(self) -> None:
-        base = self._config.publish_interval_ms / 1000
-        backoff = base
+        backoff = Backoff(
+            self._config.publish_interval_ms / 1000,
+            self._config.reconnect_max_s,
+            rng=self._rng,
+            cap_first=False,  # a publish interval above the cap is still waited once in full
+        )
         while not self._stopping:
             try:
                 client = self._open()
@@ -166,12 +171,11 @@ class RedisFleetSync:
                 await pubsub.subscribe(self._channel)
                 await self._serve(client, pubsub)
             except _REDIS_ERRORS as exc:
-                if self._connected:
-                    backoff = base
+                if self._connected:  # it had worked since the last failure: start over
+                    backoff.reset()
                 self._degrade(exc)
                 await self._close()
-                await asyncio.sleep(backoff * (1.0 + 0.2 * self._rng.random()))
-                backoff = min(backoff * 2, self._config.reconnect_max_s)
+                await asyncio.sleep(backoff.next_s())
 
     def _stop_timeout_s(self) -> float:
         return (self._config.publish_interval_ms + 2 * self._config.command_timeout_ms) / 1000

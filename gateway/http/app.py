@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -20,10 +18,11 @@ from gateway.config import Config
 from gateway.demo_traffic import run_demo
 from gateway.errors import ClientError, SwitchyardError
 from gateway.http.api import router
+from gateway.http.dashboard import router as dashboard_router
 from gateway.http.proxy import ROUTES, serve_proxy
 from gateway.http.responses import error_response
-from gateway.service import start_gateway, stop_gateway
-from gateway.telemetry.dashboard.routes import router as dashboard_router
+from gateway.service import Gateway, start_gateway, stop_gateway
+from gateway.tasks import start_task
 
 logger = logging.getLogger("switchyard")
 
@@ -55,23 +54,14 @@ class SwitchyardApp:
 def create_app(config: Config) -> SwitchyardApp:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        gateway = await start_gateway(config)
-        app.state.gateway = gateway
-        demo = None
-        if config.demo.traffic_rps > 0:
-            routes = [route.name for route in config.routes]
-            demo = asyncio.create_task(run_demo(entry, config.demo, routes), name="demo-traffic")
-        try:
+        async with AsyncExitStack() as stack:
+            gateway = await start_gateway(config)
+            stack.push_async_callback(_stop_worker, gateway)
+            app.state.gateway = gateway
+            if config.demo.traffic_rps > 0:
+                routes = [route.name for route in config.routes]
+                start_task(stack, run_demo(entry, config.demo, routes), name="demo-traffic")
             yield
-        finally:
-            if demo is not None:
-                demo.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await demo
-            await stop_gateway(gateway)
-            if gateway.telemetry.metrics is not None and gateway.telemetry.metrics.multiprocess:
-                # Live gauges (in flight, health) of a stopped worker must stop counting.
-                multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
     app = FastAPI(
         title="Switchyard",
@@ -88,6 +78,13 @@ def create_app(config: Config) -> SwitchyardApp:
     app.add_exception_handler(Exception, _on_bug)
     entry = SwitchyardApp(app)
     return entry
+
+
+async def _stop_worker(gateway: Gateway) -> None:
+    await stop_gateway(gateway)
+    if gateway.telemetry.metrics is not None and gateway.telemetry.metrics.multiprocess:
+        # Live gauges (in flight, health) of a stopped worker must stop counting.
+        multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 
 
 async def _on_switchyard_error(request: Request, exc: Exception) -> Response:

@@ -15,10 +15,12 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.errors import SwitchyardError, UpstreamProtocolError, UpstreamTimeout, error_event
-from gateway.prefix.feedback import UsageTap
+from gateway.errors import SwitchyardError
+from gateway.http.responses import error_event
 from gateway.quality.collect import StreamCollector
 from providers.base import UpstreamStream
+from providers.errors import UpstreamProtocolError, UpstreamTimeout
+from providers.usage import UsageTap
 
 _DONE = b"data: [DONE]"
 _TAIL_BYTES = 64

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,8 +10,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gateway.errors import InvalidRequest, PayloadTooLarge
-from gateway.routing import RequestTraits, slo_header
-from policies.base import Endpoint
+from gateway.routing import RequestTraits
+from policies.snapshot import Endpoint
 
 
 class _Head(BaseModel):
@@ -119,3 +120,15 @@ def upstream_body(
         return raw
     body["model"] = upstream_model
     return orjson.dumps(body)
+
+
+def slo_header(value: str | None, name: str) -> float | None:
+    if value is None:
+        return None
+    try:
+        target = float(value)
+    except ValueError:
+        raise InvalidRequest(f"header {name} must be a number of milliseconds") from None
+    if not 0 < target < math.inf:  # also refuses nan and inf
+        raise InvalidRequest(f"header {name} must be a positive, finite number of milliseconds")
+    return target

@@ -26,11 +26,12 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from gateway.fleet.backoff import Backoff
 from gateway.quality.config import QualityConfig
 from gateway.quality.explain import describe_signal
 from gateway.quality.observation import SignalEvent
 from gateway.quality.score import DecayedRate, SignalScore, signal_score
-from policies.base import QualityState, QualityView
+from policies.snapshot import QualityState, QualityView
 
 # Judged against the same model's other backends: an emulator or a terse model may hit
 # max_tokens on most requests; what matters is hitting it far more often than peers.
@@ -61,10 +62,11 @@ class HistoryPoint:
 class _Pair:
     backend: str
     model: str
+    backoff: Backoff
+    """The ejection back-off: its attempts are the ejections since last forgiven."""
     signals: dict[str, DecayedRate] = field(default_factory=dict)
     state: QualityState = "unknown"
     ejected_until: float = 0.0
-    ejections: int = 0
     healthy_since: float = 0.0
     transitions: int = 0
     fresh: dict[str, DecayedRate] | None = None
@@ -188,7 +190,11 @@ class QualityBook:
         key = (backend, model)
         pair = self._pairs.get(key)
         if pair is None:
-            pair = self._pairs[key] = _Pair(backend, model)
+            cfg = self.config
+            backoff = Backoff(
+                cfg.ejection_base_s, cfg.ejection_max_s, rng=self._rng, jitter=cfg.ejection_jitter
+            )
+            pair = self._pairs[key] = _Pair(backend, model, backoff)
             pair.history = deque(maxlen=self.config.history_size)
             if len(self._pairs) > self.config.max_pairs:
                 self._pairs.popitem(last=False)
@@ -296,7 +302,7 @@ class QualityBook:
             if fidelity < cfg.demote_below:
                 self._eject(pair, now)
             elif now - pair.healthy_since >= cfg.forgive_after_s:
-                pair.ejections = 0
+                pair.backoff.reset()
         elif pair.state == "probation":
             if fresh_fidelity < cfg.demote_below:
                 self._eject(pair, now)
@@ -310,11 +316,7 @@ class QualityBook:
                 pair.healthy_since = now
 
     def _eject(self, pair: _Pair, now: float) -> None:
-        cfg = self.config
-        pair.ejections += 1
-        backoff = min(cfg.ejection_base_s * 2 ** (pair.ejections - 1), cfg.ejection_max_s)
-        backoff *= 1.0 + cfg.ejection_jitter * self._rng.random()
-        pair.ejected_until = now + backoff
+        pair.ejected_until = now + pair.backoff.next_s()
         self._move(pair, "ejected")
 
     def _move(self, pair: _Pair, state: QualityState) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping, Sequence, Set
 from typing import TypeVar, overload
 
 from gateway.quality.book import QualityBook
-from policies.base import QualityView
+from policies.snapshot import QualityView
 
 T = TypeVar("T")
 

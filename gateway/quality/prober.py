@@ -10,7 +10,6 @@ is skipped, and counted as skipped.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
@@ -21,13 +20,14 @@ from typing import Any
 
 import orjson
 
-from gateway.errors import UpstreamError, UpstreamStatusError
 from gateway.quality.book import QualityBook
 from gateway.quality.canary import CANARY_PROMPTS, CanaryBaselines, canary_body, parse_canary
 from gateway.quality.config import ProbeConfig
 from gateway.quality.observation import SignalEvent
 from gateway.quality.probe_kinds import judge_needle, judge_tool_call, needle_probe, tool_call_body
+from gateway.tasks import cancel_and_wait
 from providers.base import Deadlines, Provider, UpstreamRequest
+from providers.errors import UpstreamError, UpstreamStatusError
 
 logger = logging.getLogger("switchyard")
 _HOUR_S = 3600.0
@@ -108,12 +108,8 @@ class Prober:
             self._tasks.append(task)
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        tasks, self._tasks = self._tasks, []
+        await cancel_and_wait(*tasks)
 
     async def run_cycle(self, backends: Iterable[str] | None = None) -> list[ProbeResult]:
         """Probe every target (of `backends`) once: targets concurrently, a target's

@@ -15,7 +15,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from gateway.telemetry.config import StoreConfig, normalize_database_url
+from gateway.store.config import StoreConfig, normalize_database_url
 
 DATABASE_URL_ENV = "SWITCHYARD_DATABASE_URL"
 _MAX_ERROR_CHARS = 300

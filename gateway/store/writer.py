@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import DefaultClause, String, Table, select
 
 from gateway.store import migrate
+from gateway.store.config import StoreConfig
 from gateway.store.database import (
     DATABASE_ERRORS,
     TimedOut,
@@ -29,7 +30,6 @@ from gateway.store.database import (
     within,
 )
 from gateway.store.models import TABLES, TableName
-from gateway.telemetry.config import StoreConfig
 
 log = logging.getLogger("switchyard.store")
 

@@ -1,9 +1,14 @@
-"""The access log: one JSON line per request, rendered on the telemetry thread."""
+"""The access log: one line per request, rendered on the telemetry thread.
+
+`line` (the default) is for a person at a terminal: route, backend, status, time, cached
+and prompt tokens, decision id (`GET /v1/switchyard/decisions/{id}` has the rest).
+`json` writes the whole record with its decision, for machines.
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -15,22 +20,55 @@ logger = logging.getLogger("switchyard.access")
 class AccessLog:
     name = "log"
 
-    def __init__(self) -> None:
+    def __init__(self, mode: Literal["line", "json"] = "line") -> None:
+        self.mode = mode
         self.written = 0
 
     def consume(self, record: RequestRecord) -> None:
         if not logger.isEnabledFor(logging.INFO):
             return
-        line: dict[str, Any] = {
-            "event": "request",
-            "status": record.status,
-            "backend": record.backend,
-            "duration_ms": round(record.e2e_s * 1000.0, 3),
-            "error": record.error,
-            "key_id": record.key_id,
-            "decision": orjson.Fragment(record.decision.rendered()),
-        }
-        if record.chunks is not None:
-            line["chunks"] = record.chunks
-        logger.info(orjson.dumps(line).decode())
+        logger.info(concise_line(record) if self.mode == "line" else json_line(record))
         self.written += 1
+
+
+def concise_line(record: RequestRecord) -> str:
+    """`default -> engine-b 200 412ms cached 3,968/4,102 tok  decision 3f9a…` (the log
+    handler puts the time in front)."""
+    parts = [
+        f"{record.route} -> {record.backend or '(none)'}",
+        str(record.status),
+        f"{round(record.e2e_s * 1000.0)}ms",
+    ]
+    if record.stream:
+        parts.append("stream")
+    parts.append(_tokens(record))
+    if record.retries:
+        parts.append(f"{record.retries} {'retry' if record.retries == 1 else 'retries'}")
+    if record.error is not None:
+        parts.append(f"error {record.error}")
+    return f"{' '.join(parts)}  decision {record.decision.decision.id}"
+
+
+def _tokens(record: RequestRecord) -> str:
+    usage = record.usage
+    if usage is None:
+        return "no usage"
+    if usage.cached_tokens is None:  # the backend does not say what it had cached
+        return f"prompt {usage.prompt_tokens:,} tok"
+    return f"cached {usage.cached_tokens:,}/{usage.prompt_tokens:,} tok"
+
+
+def json_line(record: RequestRecord) -> str:
+    """The whole record: status, backend, duration, error, key id, the decision."""
+    line: dict[str, Any] = {
+        "event": "request",
+        "status": record.status,
+        "backend": record.backend,
+        "duration_ms": round(record.e2e_s * 1000.0, 3),
+        "error": record.error,
+        "key_id": record.key_id,
+        "decision": orjson.Fragment(record.decision.rendered()),
+    }
+    if record.chunks is not None:
+        line["chunks"] = record.chunks
+    return orjson.dumps(line).decode()

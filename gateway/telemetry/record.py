@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.decisions import DecisionRecord
-from gateway.prefix.feedback import Usage
 from gateway.telemetry.config import PricingConfig
-from policies.base import CandidateReport, Decision
+from policies.decision import CandidateReport, Decision
+from providers.usage import Usage
 
 _CLIENT_GONE = frozenset({"client_disconnected", "cancelled"})
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from gateway.quality.prober import Prober
 from gateway.store.database import DATABASE_ERRORS, resolve_url
 from gateway.store.reads import latest_quality
 from gateway.store.writer import StoreWriter
+from gateway.tasks import cancel_and_wait
 from gateway.telemetry.access_log import AccessLog
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.pipe import TelemetryPipe
@@ -51,7 +51,8 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
         for route in config.routes
     }
     pricing = {b.name: b.pricing for b in config.backends}
-    pipe = TelemetryPipe(config.server.log_queue_size, [AccessLog()])
+    mode = config.telemetry.access_log
+    pipe = TelemetryPipe(config.server.log_queue_size, [] if mode == "off" else [AccessLog(mode)])
     telemetry = Telemetry(pipe)
     if config.telemetry.prometheus:
         telemetry.metrics = GatewayMetrics(weights, pricing)
@@ -157,10 +158,7 @@ def _store_up(store: StoreWriter) -> Callable[[], bool]:
 
 
 async def stop_telemetry(telemetry: Telemetry) -> None:
-    if telemetry._sampler is not None:
-        telemetry._sampler.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await telemetry._sampler
+    await cancel_and_wait(telemetry._sampler)
     # The thread hands its last records to the store before the store's final flush.
     await asyncio.to_thread(telemetry.pipe.stop)
     if telemetry.store is not None:

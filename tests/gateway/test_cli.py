@@ -312,6 +312,107 @@ def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> Non
     assert all(port_is_free(engine) for engine in engines)
 
 
+# What a newcomer sees: no library chatter, a banner, then one line per request.
+NOISE = (
+    "Started server process",
+    "Waiting for application startup",
+    "setup plugin",
+    "Context impl",
+    "Will assume",
+)
+REQUEST_LINE = re.compile(
+    r"\d\d:\d\d:\d\d (?P<route>\S+) -> (?P<backend>\S+) (?P<status>\d{3}) \d+ms"
+    r"(?: stream)? (?:cached [\d,]+/[\d,]+ tok|prompt [\d,]+ tok|no usage)(?: \d+ retr(?:y|ies))?"
+    r"(?: error \S+)?  decision (?P<decision>[0-9a-f]{16})"
+)
+
+
+def chat(port: int) -> str:
+    """One chat request through the gateway; its decision id."""
+    body = {"model": "default", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+    with httpx.Client(trust_env=False, timeout=30) as http:
+        reply = http.post(f"http://127.0.0.1:{port}/v1/chat/completions", json=body)
+    assert reply.status_code == 200
+    return reply.headers["x-switchyard-decision"]
+
+
+def logged_line(log: Path, text: str, proc: subprocess.Popen[bytes]) -> str:
+    """The first line of `log` holding `text`, once the telemetry thread has written it."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        found = [line for line in log.read_text().splitlines() if text in line]
+        if found:
+            return found[0]
+        assert proc.poll() is None, f"exited with {proc.returncode}:\n{log.read_text()}"
+        assert time.monotonic() < deadline, f"{text!r} never logged:\n{log.read_text()}"
+        time.sleep(0.05)
+
+
+def test_serve_prints_a_banner_then_one_line_per_request(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "serve.log"
+    database = tmp_path / "records.db"
+    env = {"SWITCHYARD_DATABASE_URL": f"sqlite+aiosqlite:///{database}"}
+    with running(["serve", "--port", str(port)], log, env) as proc:
+        wait_ready(f"http://127.0.0.1:{port}/healthz", proc, log)
+        decision = chat(port)
+        line = logged_line(log, f"decision {decision}", proc)
+        assert_stopped_gracefully(proc)
+    output = log.read_text()
+    lines = output.splitlines()
+    first = f"switchyard serving http://127.0.0.1:{port}/v1 (pid {proc.pid})"
+    assert output.count("switchyard serving") == 1
+    start = lines.index(first)
+    assert lines[start + 1 : start + 8] == [
+        f"  dashboard  http://127.0.0.1:{port}/dashboard",
+        f"  config     {embedded_config_path()} (the embedded default)",
+        f"  store      sqlite+aiosqlite:///{database}",
+        "  fleet      3 backends, 3 routes: default, least-load, round-robin",
+        "  auth       off (no client key needed)",
+        "  demo       1 req/s on default, least-load",
+        "  requests   one line each (--access-log json: the whole record and its decision)",
+    ]
+    mine = REQUEST_LINE.fullmatch(line)
+    assert mine is not None, line
+    assert (mine["route"], mine["status"]) == ("default", "200")
+    assert mine["backend"] in {"engine-a", "engine-b", "engine-c"}
+    assert " cached " in line  # the emulated engines report their cached tokens
+    # The demo's requests are logged the same way (the banner announced them).
+    requests = [text for text in lines if "  decision " in text]
+    assert all(REQUEST_LINE.fullmatch(text) for text in requests), requests
+    assert '"event":"request"' not in output
+    assert [noise for noise in NOISE if noise in output] == []
+    assert output.count("Uvicorn running on") == 1
+    assert "Running upgrade" in output  # a new database: the migration's steps still show
+
+
+def test_serve_with_workers_prints_one_banner_and_json_records_when_asked(
+    tmp_path: Path,
+) -> None:
+    from tests.gateway.telemetry.test_workers import CONFIG
+
+    config = write_yaml(tmp_path, CONFIG)
+    port = free_port()
+    log = tmp_path / "serve.log"
+    command = ["serve", "--config", str(config), "--port", str(port), "--workers", "2"]
+    with running([*command, "--access-log", "json"], log) as proc:
+        wait_ready(f"http://127.0.0.1:{port}/readyz", proc, log, timeout_s=30)
+        decision = chat(port)
+        line = logged_line(log, decision, proc)
+    output = log.read_text()
+    assert output.count("switchyard serving") == 1  # the parent's, not each worker's
+    lines = output.splitlines()
+    assert f"switchyard serving http://127.0.0.1:{port}/v1 (pid {proc.pid}, 2 workers)" in lines
+    assert "  store      off" in lines
+    assert "  requests   one JSON record each (--access-log line: one short line)" in lines
+    _, _, text = line.partition(" switchyard.access ")
+    record = orjson.loads(text)
+    assert (record["event"], record["status"], record["backend"]) == ("request", 200, "e1")
+    assert record["decision"]["id"] == decision
+    assert [c["backend"] for c in record["decision"]["candidates"]] == ["e1"]
+    assert [noise for noise in NOISE if noise in output] == []
+
+
 def test_serve_refuses_a_bad_config_like_check(tmp_path: Path) -> None:
     config = broken_config()
     config["routes"][0]["backends"] = ["a", "b"]

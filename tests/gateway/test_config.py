@@ -13,7 +13,8 @@ from gateway.cli import embedded_config_path
 from gateway.config import Config, ConfigError, load_config, parse_config
 from gateway.service import start_gateway
 from policies import PolicyConfigError, PolicyParams, Score, build_pipelines
-from policies.base import BackendView, Role, Snapshot
+from policies.base import Role
+from policies.snapshot import BackendView, Snapshot
 from tests.conftest import StartEmulator, StartGateway, make_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,7 +57,7 @@ def problems_of(config: dict[str, Any]) -> list[str]:
     except ConfigError as exc:
         return exc.problems
     try:
-        build_pipelines(parsed)
+        build_pipelines(parsed.policies, parsed.profiles)
     except PolicyConfigError as exc:
         return exc.problems
     return []
@@ -379,8 +380,8 @@ def test_embedded_config_loads_and_builds() -> None:
     assert all(b.base_url is None and b.emulator is not None for b in config.backends)
     assert [r.name for r in config.routes] == ["default", "least-load", "round-robin"]
     assert all(b.emulator.cost_model == "batched" for b in config.backends if b.emulator)
-    assert "cache-aware" in build_pipelines(config)
-    pipelines = build_pipelines(config)
+    assert "cache-aware" in build_pipelines(config.policies, config.profiles)
+    pipelines = build_pipelines(config.policies, config.profiles)
     balanced = pipelines["balanced"]
     assert [f.name for f in balanced.filters] == [
         "model-match-filter",
@@ -404,7 +405,7 @@ def test_deployment_example_loads_and_builds() -> None:
     assert (cloud.first_token_s, cloud.between_chunks_s) == (90, config.timeouts.between_chunks_s)
     assert config.timeouts_for("gpu-a") is config.timeouts
     assert config.backend("cloud").api_key_env == "CLOUD_API_KEY"
-    pipelines = build_pipelines(config)
+    pipelines = build_pipelines(config.policies, config.profiles)
     assert set(pipelines) == {"balanced", "exploring"}
     assert pipelines["exploring"].picker.name == "explore"
 
@@ -467,7 +468,8 @@ def test_user_policy_by_dotted_path(separator: str) -> None:
     config = base()
     config["policies"] = [{"type": dotted, "name": "prefer", "params": {"backend": "b"}}]
     plugins(config).insert(1, {"ref": "prefer", "weight": 2.0})
-    pipeline = build_pipelines(parse_config(config))["balanced"]
+    parsed = parse_config(config)
+    pipeline = build_pipelines(parsed.policies, parsed.profiles)["balanced"]
     [prefer, _] = pipeline.scorers
     assert isinstance(prefer.scorer, PreferNamedScorer) and prefer.weight == 2.0
     assert prefer.scorer.params.backend == "b"

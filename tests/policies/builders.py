@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from policies import BackendView, RequestInfo, Snapshot
-from policies.base import QualityView
+from policies.snapshot import QualityView
 
 
 def backend(

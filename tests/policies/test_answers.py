@@ -8,8 +8,8 @@ from typing import ClassVar
 
 import pytest
 
-from gateway.config import PolicyConfig
 from policies import BackendView, PolicyParams, Role, Score, Scores, Snapshot, Verdict, Verdicts
+from policies.config import PolicyConfig
 from tests.policies.builders import backend, fleet, snapshot
 from tests.policies.test_pipeline import pipeline
 

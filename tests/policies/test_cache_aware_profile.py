@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from gateway.config import PluginRef, PolicyConfig, ProfileConfig
-from policies import BackendView, Decision, Pipeline
+from policies import BackendView, Decision, Pipeline, build_pipeline
+from policies.config import PluginRef, PolicyConfig, ProfileConfig
 from tests.policies.builders import backend, snapshot
 
 CACHE_AWARE: list[str | tuple[str, float]] = [
@@ -29,7 +29,7 @@ def pipeline(
     plugins = [
         PluginRef(ref=r) if isinstance(r, str) else PluginRef(ref=r[0], weight=r[1]) for r in refs
     ]
-    return Pipeline.build(
+    return build_pipeline(
         ProfileConfig(name="cache-aware", plugins=plugins), policies, profile_index=0
     )
 

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from gateway.config import PluginRef, ProfileConfig
-from policies import BackendView, Pipeline, describe_decision
+from policies import BackendView, build_pipeline, describe_decision
+from policies.config import PluginRef, ProfileConfig
 from tests.policies.builders import backend, snapshot
 
-PIPE = Pipeline.build(
+PIPE = build_pipeline(
     ProfileConfig(
         name="p",
         plugins=[

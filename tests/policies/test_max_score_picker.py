@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from policies.base import Ranked
+from policies.decision import Ranked
 from policies.max_score_picker import MaxScorePicker
 from tests.policies.builders import backend, snapshot
 

@@ -1,3 +1,5 @@
+"""Deciding: a built pipeline filters, scores, picks and keeps every reason and timing."""
+
 from __future__ import annotations
 
 import math
@@ -6,14 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.config import Config, PluginRef, PolicyConfig, ProfileConfig
-from policies import (
-    Pipeline,
-    PolicyConfigError,
-    PolicyContractError,
-    Score,
-    build_pipelines,
-)
+from policies import Pipeline, PolicyContractError, Score, build_pipeline
+from policies.config import PluginRef, PolicyConfig, ProfileConfig
 from tests.policies.builders import backend, fleet, snapshot
 
 FIXED = "tests.policies.user_plugins:FixedScorer"
@@ -27,19 +23,7 @@ def pipeline(refs: Sequence[str | tuple[str, float]], policies: list[PolicyConfi
     plugins = [
         PluginRef(ref=r) if isinstance(r, str) else PluginRef(ref=r[0], weight=r[1]) for r in refs
     ]
-    return Pipeline.build(ProfileConfig(name="p", plugins=plugins), policies, profile_index=0)
-
-
-def config(policies: list[dict[str, Any]], profiles: list[dict[str, Any]]) -> Config:
-    # Config.model_validate, not parse_config: these tests want build_pipelines' own errors.
-    return Config.model_validate(
-        {
-            "backends": [{"name": "a", "base_url": "http://127.0.0.1:1", "models": ["m"]}],
-            "routes": [{"name": "r", "model": "m", "backends": ["a"], "profile": "balanced"}],
-            "policies": policies,
-            "profiles": profiles,
-        }
-    )
+    return build_pipeline(ProfileConfig(name="p", plugins=plugins), policies, profile_index=0)
 
 
 @pytest.mark.parametrize(
@@ -180,100 +164,6 @@ def test_picker_naming_a_dropped_backend_is_a_contract_error() -> None:
     rogue = PolicyConfig(type="tests.policies.user_plugins.RoguePicker", name="rogue")
     with pytest.raises(PolicyContractError, match="rogue"):
         pipeline(["rogue"], [rogue]).decide(snapshot(), fleet("a"), "d")
-
-
-def test_user_policy_loaded_by_dotted_path_from_config() -> None:
-    cfg = config(
-        [{"type": FIXED, "name": "prefer-b", "params": {"values": {"a": 0.1, "b": 0.9}}}],
-        [{"name": "balanced", "plugins": [{"ref": "prefer-b"}, {"ref": "weighted-random-picker"}]}],
-    )
-    pipe = build_pipelines(cfg)["balanced"]
-    assert pipe.picker.name == "weighted-random-picker"
-    candidates = fleet("a", "b")
-    decision = pipe.decide(snapshot(candidates), candidates, "d")
-    assert sorted(decision.order) == ["a", "b"]
-    assert decision.candidates[1].scores["prefer-b"].reason == "fixed 0.9"
-
-
-@pytest.mark.parametrize(
-    ("policies", "plugins", "problems"),
-    [
-        ([], ["healthy-filter", "foo"], ["profiles.0.plugins.1.ref: unknown policy 'foo'"]),
-        (
-            [],
-            ["max-score-picker", "least-load-scorer"],
-            ["profiles.0.plugins.0.ref: picker 'max-score-picker' must be the last plugin"],
-        ),
-        (
-            [],
-            ["max-score", "weighted-random"],
-            [
-                "profiles.0.plugins.0.ref: picker 'max-score-picker' must be the last plugin",
-                "profiles.0.plugins.1.ref: a profile has one picker; "
-                "'weighted-random-picker' comes after 'max-score-picker'",
-            ],
-        ),
-        (
-            [],
-            ["least-load-scorer", "least-load-scorer"],
-            ["profiles.0.plugins.1.ref: 'least-load-scorer' appears twice"],
-        ),
-        (
-            [],
-            [{"ref": "healthy-filter", "weight": 2}],
-            [
-                "profiles.0.plugins.0.weight: only scorers take a weight; "
-                "'healthy-filter' is a filter"
-            ],
-        ),
-        (
-            [
-                {"type": "least-load-scorer", "name": "ok"},
-                {"type": "weighted-random-picker", "name": "hot", "params": {"temperature": -1}},
-            ],
-            ["ok", "hot"],  # the broken 'hot' is reported once, under policies
-            ["policies.1.params.temperature: Input should be greater than 0"],
-        ),
-    ],
-)
-def test_config_errors_name_the_yaml_path(
-    policies: list[dict[str, Any]], plugins: list[Any], problems: list[str]
-) -> None:
-    refs = [p if isinstance(p, dict) else {"ref": p} for p in plugins]
-    with pytest.raises(PolicyConfigError) as err:
-        build_pipelines(config(policies, [{"name": "balanced", "plugins": refs}]))
-    assert err.value.problems == problems
-
-
-def test_build_pipelines_collects_problems_from_every_profile() -> None:
-    cfg = config(
-        [],
-        [
-            {"name": "balanced", "plugins": [{"ref": "nope"}]},
-            {"name": "sticky", "plugins": [{"ref": "max-score-picker"}, {"ref": "random"}]},
-        ],
-    )
-    with pytest.raises(PolicyConfigError) as err:
-        build_pipelines(cfg)
-    assert err.value.problems == [
-        "profiles.0.plugins.0.ref: unknown policy 'nope'",
-        "profiles.1.plugins.0.ref: picker 'max-score-picker' must be the last plugin",
-    ]
-
-
-def test_build_pipelines_keys_by_profile_and_keeps_declared_order() -> None:
-    cfg = config(
-        [{"type": "least-load-scorer", "name": "load", "params": {"relative": False}}],
-        [
-            {"name": "balanced", "plugins": [{"ref": "healthy"}, {"ref": "load", "weight": 2}]},
-            {"name": "sticky", "plugins": [{"ref": "session-affinity-scorer"}]},
-        ],
-    )
-    pipes = build_pipelines(cfg)
-    assert list(pipes) == ["balanced", "sticky"]
-    balanced = pipes["balanced"]
-    assert [f.name for f in balanced.filters] == ["healthy-filter"]
-    assert [(s.scorer.name, s.weight) for s in balanced.scorers] == [("load", 2.0)]
 
 
 def test_candidate_reports_follow_each_filter_and_scorer() -> None:

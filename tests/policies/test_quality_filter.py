@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from policies.base import QualityView
 from policies.quality_filter import QualityFilter
+from policies.snapshot import QualityView
 from tests.policies.builders import fleet, snapshot
 
 OK = QualityView(fidelity=1.0, state="healthy", reason="no bad evidence")

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from gateway.config import PolicyConfig
 from policies import BUILTINS, PolicyConfigError, create, resolve
 from policies.bounded_load_filter import BoundedLoadFilter
+from policies.config import PolicyConfig
 from policies.kv_cost_scorer import KvCostScorer
 from policies.load_scorer import LoadScorer
 from policies.prefix_cache_scorer import PrefixCacheScorer

@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from policies.base import BackendView
 from policies.session_affinity_scorer import SessionAffinityScorer
+from policies.snapshot import BackendView
 from tests.policies.builders import fleet, snapshot
 
 POLICY = SessionAffinityScorer("sticky", SessionAffinityScorer.Params())

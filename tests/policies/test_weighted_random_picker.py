@@ -5,7 +5,7 @@ from collections import Counter
 import pytest
 from pydantic import ValidationError
 
-from policies.base import Ranked
+from policies.decision import Ranked
 from policies.weighted_random_picker import WeightedRandomPicker
 from tests.policies.builders import backend, snapshot
 

@@ -4,27 +4,35 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gateway.quality.book import QualityBook
 from gateway.quality.report import pair_report
-from gateway.service import Gateway
+from gateway.telemetry.wiring import Telemetry
 
 _HISTORY_POINTS = 360
 
 
-def dashboard_data(gateway: Gateway, snap: dict[str, Any]) -> dict[str, Any]:
-    """The series' snapshot (computed off the loop) joined with live state (read on it)."""
-    telemetry = gateway.telemetry
+def dashboard_data(
+    snap: dict[str, Any],
+    telemetry: Telemetry,
+    fleet: Sequence[Mapping[str, Any]],
+    models: Mapping[str, list[str]],
+    book: QualityBook | None,
+) -> dict[str, Any]:
+    """The series' snapshot (computed off the loop) joined with live state (read on it):
+    `fleet` as the fleet describes it, each backend's `models`, the quality `book`."""
     empty = _empty_panel(snap["fleet"])
     backends = []
-    for row in gateway.state.describe():
+    for row in fleet:
         name = str(row["name"])
         panel = snap["backends"].get(name) or empty
         backends.append(
             {
                 "name": name,
                 "kind": row["kind"],
-                "models": list(gateway.config.backend(name).models),
+                "models": models[name],
                 "health": {
                     "healthy": row["healthy"],
                     "reason": row["health_reason"],
@@ -32,7 +40,7 @@ def dashboard_data(gateway: Gateway, snap: dict[str, Any]) -> dict[str, Any]:
                     "max_concurrency": row["max_concurrency"],
                     "ejections": row["ejections"],
                 },
-                "quality": _quality(gateway, name),
+                "quality": _quality(book, name),
                 **panel,
             }
         )
@@ -74,12 +82,11 @@ def _empty_panel(fleet: dict[str, Any]) -> dict[str, Any]:
     return {"summary": summary, "series": series, "reasons": []}
 
 
-def _quality(gateway: Gateway, backend: str) -> list[dict[str, Any]]:
+def _quality(book: QualityBook | None, backend: str) -> list[dict[str, Any]]:
     """The quality API's view of each of this backend's models, history newest first."""
-    recorder = gateway.quality
-    if recorder is None:
+    if book is None:
         return []
-    book, now = recorder.book, time.monotonic()
+    now = time.monotonic()
     out = []
     for pair_backend, model in book.pairs():
         if pair_backend == backend:

@@ -370,3 +370,46 @@ async def test_stopping_is_prompt_whenever_it_lands(namespace: str) -> None:
         await sync.stop()
         assert time.monotonic() - started < 0.5
         assert not [t for t in asyncio.all_tasks() if t.get_name() == "fleet-sync"]
+
+
+@pytest.mark.parametrize(
+    ("publish_interval_ms", "connected_before", "delays_s"),
+    [
+        pytest.param(20, set(), [0.02, 0.04, 0.08, 0.16, 0.2, 0.2], id="doubles-to-the-cap"),
+        pytest.param(20, {3}, [0.02, 0.04, 0.08, 0.02, 0.04], id="a-connection-starts-over"),
+        pytest.param(500, set(), [0.5, 0.2, 0.2], id="an-interval-above-the-cap-once"),
+    ],
+)
+async def test_reconnects_back_off_from_the_publish_interval_to_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+    publish_interval_ms: float,
+    connected_before: set[int],
+    delays_s: list[float],
+) -> None:
+    """No Redis needed: every connection attempt fails (some after serving for a while)."""
+    state_config = redis_state(
+        SHARED_REDIS, "backoff", publish_interval_ms=publish_interval_ms, load_ttl_s=1.0
+    )
+    config = parse_config(make_config({"a": "http://127.0.0.1:9/v1"}, state=state_config))
+    index = PrefixIndex({"a": CacheSpec(100_000, 600.0)})
+    state = FleetState(config.backends, config.health)
+    sync = RedisFleetSync(config.state, state, index, rng=random.Random(5))
+    attempts = 0
+    slept: list[float] = []
+
+    def failing_open() -> Redis:
+        nonlocal attempts
+        if attempts in connected_before:
+            sync._mark_connected()  # it served, then lost the connection
+        attempts += 1
+        raise ConnectionRefusedError("refused")
+
+    async def record_sleep(delay_s: float) -> None:
+        slept.append(delay_s)
+        sync._stopping = len(slept) == len(delays_s)
+
+    monkeypatch.setattr(sync, "_open", failing_open)
+    monkeypatch.setattr(asyncio, "sleep", record_sleep)
+    await sync._run()
+    rng = random.Random(5)  # the sync's draws: up to a fifth longer each
+    assert slept == pytest.approx([d * (1.0 + 0.2 * rng.random()) for d in delays_s], rel=1e-12)

@@ -215,3 +215,52 @@ def test_restored_evidence_is_decayed_by_its_age_and_never_overwrites() -> None:
     assert book.evidence("a", "m")["error"][1] == pytest.approx(20.0)
     assert book.restore("b", "m", {"error": (5.0, 1.0), "x": (0.0, 0.0)}, age_s=0)
     assert book.evidence("b", "m") == {}  # impossible weights are ignored
+
+
+def eject_again(book: QualityBook, clock: VirtualClock) -> float:
+    """Drive a pair (re-)ejected by looping output; its back-off in seconds."""
+    for _ in range(20):
+        clock.now += 1
+        book.record("a", "m", [event("repetition", True)])
+        if book.view("a", "m").state == "ejected":
+            return book.view("a", "m").ejected_for_s
+    raise AssertionError("never ejected")
+
+
+def wait_out(book: QualityBook, clock: VirtualClock, seconds: float) -> None:
+    clock.now += seconds
+    book.refresh()
+    assert book.view("a", "m").state == "probation"
+
+
+def test_the_back_off_doubles_with_jitter_up_to_its_cap() -> None:
+    clock = VirtualClock()
+    config = QualityConfig(ejection_base_s=30.0, ejection_max_s=100.0, ejection_jitter=0.2)
+    book = QualityBook(config, clock=clock, rng=random.Random(1))
+    rng = random.Random(1)  # the book's draws, one per ejection
+    lengths = []
+    for _ in range(4):
+        lengths.append(eject_again(book, clock))
+        wait_out(book, clock, lengths[-1] + 1)
+    expected = [raw * (1.0 + 0.2 * rng.random()) for raw in (30.0, 60.0, 100.0, 100.0)]
+    assert lengths == pytest.approx(expected, rel=1e-12)
+    assert lengths[0] == pytest.approx(30.0 * (1.0 + 0.2 * 0.13436424411240122), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("healthy_for_s", "next_back_off_s"),
+    [pytest.param(50.0, 60.0, id="not-yet-forgiven"), pytest.param(150.0, 30.0, id="forgiven")],
+)
+def test_staying_healthy_for_forgive_after_s_starts_the_back_off_over(
+    healthy_for_s: float, next_back_off_s: float
+) -> None:
+    book, clock = make_book(ejection_base_s=30.0, forgive_after_s=100.0, half_life_s=60.0)
+    assert eject_again(book, clock) == pytest.approx(30.0)
+    wait_out(book, clock, 31)
+    for _ in range(6):  # the fault cleared: healthy again
+        clock.now += 1
+        book.record("a", "m", [event("repetition", False)])
+    assert book.view("a", "m").state == "healthy"
+    clock.now += healthy_for_s
+    book.refresh()
+    assert eject_again(book, clock) == pytest.approx(next_back_off_s)

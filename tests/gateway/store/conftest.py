@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from gateway.store import StoreWriter
-from gateway.telemetry.config import StoreConfig
+from gateway.store.config import StoreConfig
 from tests.conftest import DATABASE_URL_FOR_TESTS
 
 

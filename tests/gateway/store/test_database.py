@@ -10,8 +10,8 @@ from sqlalchemy.exc import DBAPIError
 
 from gateway.config import ConfigError
 from gateway.store import DATABASE_URL_ENV, make_engine, redact_url, resolve_url
+from gateway.store.config import StoreConfig
 from gateway.store.database import describe_error
-from gateway.telemetry.config import StoreConfig
 
 CONFIGURED = "sqlite+aiosqlite:///config.db"
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gateway.decisions import Attempt, DecisionRecord
-from gateway.prefix.feedback import Usage
 from gateway.telemetry.record import RequestRecord
-from policies.base import CandidateReport, Decision, Score, Verdict
+from policies.base import Score, Verdict
+from policies.decision import CandidateReport, Decision
+from providers.usage import Usage
 
 
 def decision(
@@ -63,7 +64,7 @@ def record(
     made = decision(backend, {backend: {"load": 1.0}} if backend else {})
     held = DecisionRecord(made)
     if backend is not None:
-        from gateway.routing import PromptWork
+        from gateway.prefix.work import PromptWork
 
         held.work = PromptWork(cached_tokens={backend: predicted_cached})
     held.attempts = [Attempt(b, outcome, ms) for b, outcome, ms in attempts]

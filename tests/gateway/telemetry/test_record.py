@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.prefix.feedback import Usage
 from gateway.telemetry.config import PricingConfig
 from gateway.telemetry.record import deciding_policy
+from providers.usage import Usage
 from tests.gateway.telemetry.builders import decision, record
 
 

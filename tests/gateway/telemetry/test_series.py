@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from gateway.prefix.feedback import Usage
 from gateway.telemetry.config import PricingConfig, TelemetryConfig
 from gateway.telemetry.histogram import Histogram, quantiles_ms
 from gateway.telemetry.series import DashboardSeries
+from providers.usage import Usage
 from tests.gateway.telemetry.builders import record
 
 

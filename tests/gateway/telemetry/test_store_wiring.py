@@ -17,7 +17,7 @@ from gateway.quality.book import QualityBook
 from gateway.quality.config import QualityConfig
 from gateway.quality.observation import SignalEvent
 from gateway.store import TABLES, StoreWriter, make_engine
-from gateway.telemetry.config import StoreConfig
+from gateway.store.config import StoreConfig
 from gateway.telemetry.sampler import Sampler
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config, parsed
 from tests.gateway.telemetry.test_metrics_endpoint import drained, samples, total

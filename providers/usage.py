@@ -1,4 +1,4 @@
-"""What responses teach the router: engine-reported cache hits and decode speed.
+"""Token usage as a backend reports it, normalised: prompt, completion and cached tokens.
 
 Reading usage must not slow the relay: a stream is only scanned for the one event that
 carries a `usage` object (OpenAI sends `"usage":null` elsewhere), and parsed at the end.
@@ -10,9 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-
-from gateway.fleet.state import FleetState
-from gateway.routing import PromptWork, Router
 
 _USAGE_OBJECT = b'"usage":{'
 _MAX_TAIL_BYTES = 16 * 1024
@@ -72,20 +69,3 @@ class UsageTap:
                 except orjson.JSONDecodeError:
                     return None
         return None
-
-
-def learn(
-    router: Router,
-    state: FleetState,
-    backend: str,
-    work: PromptWork,
-    usage: Usage | None,
-    decode_s: float | None = None,
-) -> None:
-    """Fold one finished response into the prefix index and the speed estimates."""
-    if usage is None:
-        return
-    if usage.cached_tokens is not None:
-        router.correct(backend, work, usage.cached_tokens)
-    if decode_s is not None:
-        state.estimates(backend).observe_tpot(decode_s, usage.completion_tokens)

@@ -1,4 +1,7 @@
-"""HTTP routes of the dashboard: its page, its static assets and its data."""
+"""HTTP routes of the dashboard: its page, its static assets and its data.
+
+The page, the assets and the shape of the data belong to `gateway.telemetry.dashboard`.
+"""
 
 from __future__ import annotations
 
@@ -69,4 +72,7 @@ async def dashboard_json(
         raise NotFound("the dashboard is off (telemetry.dashboard: false)", code="not_found")
     # Quantiles over every bucket take milliseconds: not on the loop that relays streams.
     snap = await asyncio.to_thread(series.snapshot, window_s)
-    return json_response(dashboard_data(gateway, snap))
+    book = gateway.quality.book if gateway.quality is not None else None
+    models = {b.name: list(b.models) for b in gateway.config.backends}
+    data = dashboard_data(snap, gateway.telemetry, gateway.state.describe(), models, book)
+    return json_response(data)

@@ -1,0 +1,161 @@
+"""One client request on its way through the gateway, and its one way back.
+
+The proxy fills an `Exchange` in as the request moves forward (arrival, route, decision,
+quality context, the backend's lease, the relayed stream). It ends through one of three
+calls, each once: `answered` (a whole response), `stream_closed` (a relayed stream ended,
+however it ended) or `failed` (no backend answered, or the client left first). All three
+take the same way back: the lease frees the backend and learns from the engine's report,
+the request's record goes to telemetry, and the quality signals get their evidence after
+the response has gone out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.decisions import DecisionRecord
+from gateway.http.streaming import StreamOutcome
+from gateway.lease import Lease
+from gateway.quality.collect import CollectedResponse
+from gateway.quality.passive import QualityRecorder, RequestContext
+from gateway.telemetry.pipe import TelemetryPipe
+from gateway.telemetry.record import RequestRecord
+from policies.snapshot import Endpoint
+from providers.usage import Usage
+
+Collect = Callable[[], CollectedResponse]
+
+
+@dataclass(slots=True)
+class Exchange:
+    """What one request carries from ingress to telemetry (see the module docstring)."""
+
+    pipe: TelemetryPipe
+    recorder: QualityRecorder | None
+    started: float
+    key_id: str | None
+    endpoint: Endpoint
+    route: str = ""
+    stream: bool = False
+    body: dict[str, Any] | None = None
+    """The request body, kept for the store only when it stores prompts."""
+    record: DecisionRecord | None = None
+    quality: RequestContext | None = None
+    """What the quality signals need of the request; None when it is not inspected."""
+    lease: Lease | None = None
+    relayed: StreamOutcome | None = None
+    finished: bool = False
+
+    def answered(self, status: int, usage: Usage | None, collect: Collect) -> None:
+        """A whole (non-streaming) response came back from the lease's backend."""
+        assert self.lease is not None
+        self.lease.finish(usage)
+        self._finish(status, None, self.lease.backend, usage=usage)
+        self._observe(self.lease.backend, collect)
+
+    def stream_closed(self) -> None:
+        """The relayed stream ended: done, broken by the backend, or abandoned."""
+        lease, outcome = self.lease, self.relayed
+        assert lease is not None and outcome is not None
+        usage = outcome.tap.usage()
+        first = outcome.first_chunk_at
+        decode_s = outcome.last_chunk_at - first if first is not None else None
+        lease.finish(usage, decode_s=decode_s, error=outcome.error, outcome=outcome.status)
+        error = None if outcome.status == "ok" else outcome.status
+        ttft_s = first - self.started if first is not None else None
+        self._finish(
+            200,
+            error,
+            lease.backend,
+            chunks=outcome.chunks,
+            usage=usage,
+            ttft_s=ttft_s,
+            decode_s=decode_s,
+        )
+        if outcome.collector is not None:
+            record = self._record()
+            # The quality signals time the backend: its first byte, not the gateway's.
+            upstream_ttft = record.attempts[-1].duration_ms / 1000 if record.attempts else None
+            collect = outcome.collector.finish
+            self._observe(lease.backend, collect, error, upstream_ttft, decode_s or 0.0)
+
+    def failed(self, status: int, code: str | None) -> None:
+        """No response reached the client from a backend: every attempt failed, none could
+        be made, or the client left before the first byte."""
+        if self.lease is not None:  # answered, but the response never went out
+            self.lease.finish(None, outcome=code or "error")
+        self._finish(status, code, None)
+        self._observe()
+
+    def _record(self) -> DecisionRecord:
+        assert self.record is not None
+        return self.record
+
+    def _finish(
+        self,
+        status: int,
+        error: str | None,
+        served_by: str | None,
+        *,
+        chunks: int | None = None,
+        usage: Usage | None = None,
+        ttft_s: float | None = None,
+        decode_s: float | None = None,
+    ) -> None:
+        self.finished = True
+        record = self._record()
+        record.status, record.served_by = status, served_by
+        elapsed = time.monotonic() - self.started
+        self.pipe.emit(
+            RequestRecord(
+                at=time.time() - elapsed,
+                route=self.route,
+                endpoint=self.endpoint,
+                stream=self.stream,
+                key_id=self.key_id,
+                decision=record,
+                status=status,
+                error=error,
+                backend=served_by,
+                e2e_s=elapsed,
+                ttft_s=ttft_s,
+                decode_s=decode_s,
+                usage=usage,
+                chunks=chunks,
+                body=self.body,
+            )
+        )
+
+    def _observe(
+        self,
+        served_by: str | None = None,
+        collect: Collect | None = None,
+        error: str | None = None,
+        ttft_s: float | None = None,
+        decode_s: float | None = None,
+    ) -> None:
+        """Failed attempts and the response become quality evidence on the next loop turn,
+        after the response has gone out: parsing the response happens there too."""
+        recorder, context, record = self.recorder, self.quality, self._record()
+        if recorder is None or context is None:
+            return
+
+        def observe() -> None:
+            for attempt in record.attempts:
+                if attempt.outcome != "ok":
+                    recorder.failure(context, attempt.backend, attempt.outcome)
+            if served_by is not None and collect is not None:
+                recorder.response(
+                    context,
+                    served_by,
+                    collect(),
+                    error_code=error,
+                    ttft_s=ttft_s,
+                    decode_s=decode_s,
+                )
+
+        asyncio.get_running_loop().call_soon(recorder.guarded, observe)

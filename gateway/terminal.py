@@ -1,0 +1,154 @@
+"""What `switchyard` shows in the terminal: the logging set-up and the `serve` banner.
+
+`switchyard serve` prints a short banner (where the API and the dashboard are, which config
+and store, how many backends and routes, whether auth is on), then one line per request
+from the access log. The logging set-up is also handed to uvicorn as its `log_config`, so
+every worker process of `--workers N` applies it too.
+
+Library lines that tell an operator nothing are dropped by their message template:
+Alembic announcing its plugins and its dialect on every start, uvicorn's start-up steps
+(the banner says it better) and the "Started/Finished server process" that each
+in-process engine's server repeats. Warnings and errors always pass, and so do the
+migration steps Alembic actually runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from uvicorn.config import LOG_LEVELS, LOGGING_CONFIG
+
+if TYPE_CHECKING:
+    from gateway.config import Config
+    from gateway.telemetry.config import AccessLogMode
+
+_SAYS_NOTHING: dict[str, tuple[str, ...]] = {
+    "alembic.runtime.plugins": ("setup plugin ",),
+    "alembic.runtime.migration": ("Context impl ", "Will assume "),
+    "uvicorn.error": (
+        "Started server process ",
+        "Waiting for application startup.",
+        "Application startup complete.",
+        "Started parent process ",
+        "Shutting down",
+        "Finished server process ",
+    ),
+}
+_ROUTES_NAMED = 6
+"""Up to this many routes, the banner names them."""
+
+
+class QuietLibraryLines(logging.Filter):
+    """Drops the routine INFO lines of Alembic and uvicorn listed above."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.INFO:
+            return True
+        prefixes = _SAYS_NOTHING.get(record.name, ())
+        return not str(record.msg).startswith(prefixes)
+
+
+def logging_config(level: str, access_log: AccessLogMode = "line") -> dict[str, Any]:
+    """For `logging.config.dictConfig`: every line to stderr; a request's line (`line`
+    mode) after the time of day only, everything else after the date and logger name."""
+    request_logger: dict[str, Any] = (
+        {"handlers": ["request"], "propagate": False}
+        if access_log == "line"
+        else {"handlers": [], "propagate": True}
+    )
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "filters": {"quiet": {"()": f"{__name__}.QuietLibraryLines"}},
+        "formatters": {
+            "plain": {"format": "%(asctime)s %(name)s %(message)s"},
+            "request": {"format": "%(asctime)s %(message)s", "datefmt": "%H:%M:%S"},
+        },
+        "handlers": {
+            "plain": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["quiet"]},
+            "request": {"class": "logging.StreamHandler", "formatter": "request"},
+        },
+        "loggers": {
+            # httpx logs every upstream call at INFO; the access log says what matters.
+            "httpx": {"level": "WARNING"},
+            "switchyard.access": request_logger,
+        },
+        "root": {"level": level.upper(), "handlers": ["plain"]},
+    }
+
+
+def serve_logging_config(level: str, access_log: AccessLogMode) -> dict[str, Any]:
+    """`logging_config` plus uvicorn's own loggers, as uvicorn formats them."""
+    config = logging_config(level, access_log)
+    uvicorn_part = copy.deepcopy(LOGGING_CONFIG)
+    for section in ("formatters", "handlers", "loggers"):
+        config[section].update(uvicorn_part[section])
+    config["handlers"]["default"]["filters"] = ["quiet"]
+    return config
+
+
+def banner(
+    config: Config,
+    config_path: Path,
+    *,
+    embedded: bool,
+    host: str,
+    port: int,
+    workers: int,
+    log_level: str,
+) -> str:
+    """What `serve` prints once, before it starts serving (with `--workers N`, the parent)."""
+    origin = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    processes = f"pid {os.getpid()}" + (f", {workers} workers" if workers > 1 else "")
+    where = f"{config_path} (the embedded default)" if embedded else str(config_path)
+    rows = [
+        ("dashboard", f"{origin}/dashboard" if config.telemetry.dashboard else "off"),
+        ("config", where),
+        ("store", _store(config)),
+        ("fleet", _fleet(config)),
+        ("auth", _auth(config)),
+    ]
+    if config.demo.traffic_rps > 0:
+        routes = ", ".join(config.demo.routes) or "every route"
+        rows.append(("demo", f"{config.demo.traffic_rps:g} req/s on {routes}"))
+    rows.append(("requests", _requests(config.telemetry.access_log, log_level)))
+    lines = [f"switchyard serving {origin}/v1 ({processes})"]
+    lines += [f"  {name:<10} {value}" for name, value in rows]
+    return "\n".join(lines)
+
+
+def _store(config: Config) -> str:
+    # Imported here: worker processes import this module for its log filter alone.
+    from gateway.store.database import redact_url, resolve_url
+
+    url = resolve_url(config.store)
+    return "off" if url is None else redact_url(url)
+
+
+def _fleet(config: Config) -> str:
+    routes = [route.name for route in config.routes]
+    named = f": {', '.join(routes)}" if len(routes) <= _ROUTES_NAMED else ""
+    return f"{_count(len(config.backends), 'backend')}, {_count(len(routes), 'route')}{named}"
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
+def _auth(config: Config) -> str:
+    variable = config.server.api_keys_env
+    return f"on (client keys from ${variable})" if variable else "off (no client key needed)"
+
+
+def _requests(access_log: AccessLogMode, log_level: str) -> str:
+    if access_log == "off":
+        return "not logged (--access-log line: one line each)"
+    if LOG_LEVELS.get(log_level.lower(), logging.INFO) > logging.INFO:
+        return f"not logged at --log-level {log_level}"
+    if access_log == "json":
+        return "one JSON record each (--access-log line: one short line)"
+    return "one line each (--access-log json: the whole record and its decision)"

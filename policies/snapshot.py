@@ -1,0 +1,102 @@
+"""What a policy reads: an immutable snapshot of the fleet and the request, per decision.
+
+The gateway builds one `Snapshot` per routing decision; policies only read it (and share
+numbers they derive from it through `Snapshot.derived`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+Endpoint = Literal["chat.completions", "completions", "embeddings"]
+
+
+@dataclass(frozen=True, slots=True)
+class BackendView:
+    """One backend as the policies see it at decision time."""
+
+    name: str
+    kind: str
+    models: frozenset[str]
+    healthy: bool
+    in_flight: int
+    max_concurrency: int
+    health_reason: str = ""
+    queued_prefill_tokens: int = 0
+    """Uncached prompt tokens dispatched here and not yet prefilled (first byte not seen)."""
+    decoding: int = 0
+    """Streams past their first token, i.e. sequences in the decode batch."""
+    prefill_tokens_per_s: float = 10_000.0
+    """Estimated uncached prefill speed (a configured prior, refined from traffic)."""
+    tpot_ms: float = 20.0
+    """Estimated time per output token under the current load."""
+    network_ms: float = 0.0
+    """Estimated fixed overhead of a request to this backend (connection, queueing)."""
+    engine_running: int | None = None
+    """Requests the engine itself reports running (its scraped `/metrics`), every client's
+    included; None when the backend is not scraped or the last reading is stale."""
+    engine_waiting: int | None = None
+    """Requests the engine itself reports queued, not yet admitted; None as above."""
+    engine_kv_usage: float | None = None
+    """Fraction (0..1) of the KV cache the engine reports in use; None as above."""
+
+
+QualityState = Literal["healthy", "probation", "ejected", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class QualityView:
+    """A backend's live quality for the request's model (gateway/quality/), as policies see it."""
+
+    fidelity: float = 1.0
+    """In [0, 1]: is this the right model, served correctly (errors, tool calls, loops,
+    truncation, canary drift). The worst signal sets it."""
+    sla: float = 1.0
+    """In [0, 1]: does it meet the TTFT / TPOT it promised, lately."""
+    state: QualityState = "unknown"
+    """healthy; ejected (kept off traffic until `ejected_for_s` passes); probation (back
+    from an ejection, not yet above the restore threshold); unknown (no evidence yet)."""
+    reason: str = "no evidence yet"
+    """The signal that hurt most, in words."""
+    ejected_for_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """What the policies may know about the request being routed."""
+
+    route: str
+    model: str
+    endpoint: Endpoint
+    stream: bool
+    session_key: str | None
+    seq: int
+    """Per-route request counter; lets rotation policies stay pure."""
+    rng_seed: int
+    """Per-request seed; randomised policies derive their randomness from it."""
+    prompt_tokens: int = 0
+    """Prompt tokens (tiktoken count, or an estimate), tools included."""
+    max_tokens: int | None = None
+    ttft_slo_ms: float | None = None
+    tpot_slo_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Immutable view of the fleet for one decision."""
+
+    request: RequestInfo
+    backends: Mapping[str, BackendView]
+    now_s: float
+    cached_tokens: Mapping[str, int] = field(default_factory=dict)
+    """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
+    quality: Mapping[str, QualityView] = field(default_factory=dict)
+    """Each backend's live quality for the request's model; absent: no quality tracking."""
+    derived: dict[tuple[object, ...], dict[str, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """Numbers computed from this snapshot alone, shared by the policies of one decision:
+    per key (e.g. `("ttft", chunk_tokens)`), a number per backend name (e.g. predicted TTFT,
+    read by both sla-filter and kv-cost-scorer)."""

@@ -1,0 +1,81 @@
+"""The errors the provider contract promises: what an adapter raises when a backend fails.
+
+ApiError (status, OpenAI type/code/param, message, retryable, retry_after_s)
+└── UpstreamError 502 (the backend failed; `retryable` says if the next candidate may help)
+    ├── UpstreamConnectError 502, UpstreamProtocolError 502
+    ├── UpstreamTimeout 504
+    └── UpstreamStatusError (the backend's 4xx, else 502; 429 and 5xx are retryable)
+
+ApiError is also the root of the host's own errors, so one handler there catches both
+trees; the host, not this package, turns them into HTTP responses.
+"""
+
+from __future__ import annotations
+
+
+class ApiError(Exception):
+    """An error that describes itself as an OpenAI-style API error."""
+
+    status: int = 500
+    type: str = "server_error"
+    code: str | None = "internal_error"
+    retryable: bool = False
+    retry_after_s: float | None = None
+    """When set, how long the client should wait before trying again."""
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+
+
+class UpstreamError(ApiError):
+    status = 502
+    type = "upstream_error"
+    code = "bad_gateway"
+    retryable = True
+
+    def __init__(
+        self, message: str, *, backend: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.backend = backend
+
+
+class UpstreamConnectError(UpstreamError):
+    code = "upstream_connect_error"
+
+
+class UpstreamProtocolError(UpstreamError):
+    code = "upstream_protocol_error"
+
+
+class UpstreamTimeout(UpstreamError):
+    status = 504
+    type = "timeout_error"
+    code = "upstream_timeout"
+
+
+class UpstreamStatusError(UpstreamError):
+    """The backend answered with an error status; 4xx bodies are relayed to the client."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        backend: str | None,
+        upstream_status: int,
+        upstream_body: bytes = b"",
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message, backend=backend, code=f"upstream_{upstream_status}")
+        self.upstream_status = upstream_status
+        self.upstream_body = upstream_body
+        self.retry_after_s = retry_after_s
+        # 5xx and 429 are the backend's trouble: another candidate may succeed.
+        self.retryable = upstream_status >= 500 or upstream_status == 429
+        self.status = upstream_status if 400 <= upstream_status < 500 else 502
+        if upstream_status == 429:
+            self.type = "rate_limit_error"

@@ -1,0 +1,92 @@
+"""The provider error tree: each class's status, OpenAI type and code, and retryability."""
+
+from __future__ import annotations
+
+import pytest
+
+from providers.errors import (
+    ApiError,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTimeout,
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "type_", "code", "retryable"),
+    [
+        (ApiError("bug"), 500, "server_error", "internal_error", False),
+        (UpstreamError("x", backend="a"), 502, "upstream_error", "bad_gateway", True),
+        (
+            UpstreamConnectError("x", backend="a"),
+            502,
+            "upstream_error",
+            "upstream_connect_error",
+            True,
+        ),
+        (
+            UpstreamProtocolError("x", backend="a"),
+            502,
+            "upstream_error",
+            "upstream_protocol_error",
+            True,
+        ),
+        (UpstreamTimeout("x", backend="a"), 504, "timeout_error", "upstream_timeout", True),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else None,
+)
+def test_each_class_describes_itself(
+    error: ApiError, status: int, type_: str, code: str, retryable: bool
+) -> None:
+    assert (error.status, error.type, error.code, error.retryable) == (
+        status,
+        type_,
+        code,
+        retryable,
+    )
+    assert error.param is None
+    assert error.retry_after_s is None
+
+
+@pytest.mark.parametrize(
+    ("upstream_status", "status", "type_", "retryable"),
+    [
+        (400, 400, "upstream_error", False),
+        (404, 404, "upstream_error", False),
+        (413, 413, "upstream_error", False),
+        (429, 429, "rate_limit_error", True),
+        (500, 502, "upstream_error", True),
+        (503, 502, "upstream_error", True),
+        # The adapter reports a backend refusing the gateway's own key as 502.
+        (502, 502, "upstream_error", True),
+    ],
+)
+def test_a_status_error_takes_its_shape_from_the_backends_status(
+    upstream_status: int, status: int, type_: str, retryable: bool
+) -> None:
+    error = UpstreamStatusError(
+        "backend a answered", backend="a", upstream_status=upstream_status, retry_after_s=2.5
+    )
+    assert (error.status, error.type, error.retryable) == (status, type_, retryable)
+    assert error.code == f"upstream_{upstream_status}"
+    assert error.retry_after_s == 2.5
+    assert UpstreamStatusError.type == "upstream_error", "instances do not change the class"
+
+
+def test_message_backend_param_and_code_are_kept() -> None:
+    error = UpstreamError("backend b broke", backend="b", code="custom")
+    assert (str(error), error.message, error.backend, error.code) == (
+        "backend b broke",
+        "backend b broke",
+        "b",
+        "custom",
+    )
+    assert ApiError("bad", param="model").param == "model"
+
+
+def test_one_root_for_every_upstream_error() -> None:
+    for cls in (UpstreamConnectError, UpstreamProtocolError, UpstreamTimeout, UpstreamStatusError):
+        assert issubclass(cls, UpstreamError)
+    assert issubclass(UpstreamError, ApiError)

@@ -1,0 +1,55 @@
+"""Provider settings and the registry of factories: every kind opens, keys stay private."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from pydantic import ValidationError
+
+from providers.openai_compatible import OpenAICompatibleProvider
+from providers.registry import FACTORIES, open_provider
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, BackendKind, ProviderSettings
+
+
+def test_the_api_key_is_kept_out_of_repr_and_str() -> None:
+    settings = ProviderSettings(name="a", base_url="http://h/v1", api_key="sk-secret-123")
+    assert "sk-secret-123" not in repr(settings)
+    assert "sk-secret-123" not in str(settings)
+    assert settings.api_key == "sk-secret-123"
+
+
+def test_defaults_and_unknown_keys() -> None:
+    settings = ProviderSettings(name="a")
+    assert (settings.kind, settings.max_connections, settings.idle_keepalive_s) == (
+        "openai-compatible",
+        256,
+        DEFAULT_IDLE_KEEPALIVE_S,
+    )
+    with pytest.raises(ValidationError, match="extra"):
+        ProviderSettings(name="a", colour="red")  # type: ignore[call-arg]
+
+
+def test_every_kind_has_a_factory() -> None:
+    assert set(FACTORIES) == set(get_args(BackendKind))
+
+
+@pytest.mark.parametrize(
+    "kind", ["openai-compatible", "vllm", "sglang", "llama-cpp", "ollama", "openai"]
+)
+async def test_network_kinds_open_the_openai_compatible_adapter(kind: BackendKind) -> None:
+    settings = ProviderSettings(
+        name="a", kind=kind, base_url="http://10.0.0.1:8000/v1/", max_connections=3
+    )
+    provider = await open_provider(settings)
+    try:
+        assert isinstance(provider, OpenAICompatibleProvider)
+        assert provider.name == "a"
+        assert provider.base_url == "http://10.0.0.1:8000/v1"
+    finally:
+        await provider.close()
+
+
+async def test_a_network_kind_needs_a_base_url() -> None:
+    with pytest.raises(ValueError, match="base_url"):
+        await open_provider(ProviderSettings(name="a", kind="vllm"))
