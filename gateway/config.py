@@ -123,12 +123,7 @@ class Config(_Strict):
     @model_validator(mode="after")
     def _check_references(self) -> Config:
         problems = reference_problems(self.backends, self.routes, self.policies, self.profiles)
-        known = {route.name for route in self.routes}
-        problems += [
-            f"demo.routes.{i}: unknown route {name!r}"
-            for i, name in enumerate(self.demo.routes)
-            if name not in known
-        ]
+        problems += demo_problems(self.routes, self.demo)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -184,6 +179,18 @@ def _duplicates(section: str, names: list[str]) -> list[str]:
     return problems
 
 
+def demo_problems(routes: list[RouteConfig] | None, demo: DemoConfig | None) -> list[str]:
+    """The demo traffic's routes that no route declares (none when either is invalid)."""
+    if routes is None or demo is None:
+        return []
+    known = {route.name for route in routes}
+    return [
+        f"demo.routes.{i}: unknown route {name!r}"
+        for i, name in enumerate(demo.routes)
+        if name not in known
+    ]
+
+
 class ConfigError(Exception):
     """A config file that cannot be used; `problems` name the YAML path of each error."""
 
@@ -213,6 +220,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     policies, profiles = section("policies"), section("profiles")
     if policies is not None and profiles is not None:
         problems += pipeline_problems(policies, profiles)
+    problems += demo_problems(section("routes"), section("demo"))
     if problems:
         raise ConfigError(source, problems)
     return Config.model_validate(sections)

@@ -304,6 +304,11 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         lambda c: c["profiles"][0].update(plugins=[]),
         ["profiles.0.plugins: List should have at least 1 item after validation, not 0"],
     ),
+    (
+        "demo-unknown-route",
+        lambda c: c.update(demo={"routes": ["nowhere"]}),
+        ["demo.routes.0: unknown route 'nowhere'"],
+    ),
 ]
 
 
