@@ -15,14 +15,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TypeVar
 
-from providers.errors import UpstreamError, UpstreamStatusError
-
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord
 from gateway.errors import CapacityExhausted, NoBackendAvailable
 from gateway.fleet.state import FleetState
 from gateway.lease import Lease, PrefixMemory
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
+from providers.errors import UpstreamError, UpstreamStatusError
 
 T = TypeVar("T")
 AttemptFn = Callable[[Provider, Deadlines], Awaitable[T]]
