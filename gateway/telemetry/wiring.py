@@ -104,6 +104,22 @@ async def start_telemetry(
     book: QualityBook | None,
     prober: Prober | None,
 ) -> None:
+    """Start the store's writer, the telemetry thread and the sampler; a failure half-way
+    stops what had started before it is raised."""
+    try:
+        await _start_parts(telemetry, config, state, book, prober)
+    except BaseException:
+        await stop_telemetry(telemetry)
+        raise
+
+
+async def _start_parts(
+    telemetry: Telemetry,
+    config: Config,
+    state: FleetState,
+    book: QualityBook | None,
+    prober: Prober | None,
+) -> None:
     if telemetry.store is not None:
         await telemetry.store.start()
         if book is not None:

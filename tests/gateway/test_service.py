@@ -71,6 +71,14 @@ def fail_telemetry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gateway.service.start_telemetry", broken)
 
 
+def fail_sampler(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inside telemetry's start, after its thread has started.
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("the sampler could not start")
+
+    monkeypatch.setattr("gateway.telemetry.wiring.Sampler", broken)
+
+
 def fail_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     # After telemetry (sampler task, pipe thread) and the engine scraper have started.
     def broken(self: Prober) -> None:
@@ -84,9 +92,10 @@ def fail_probes(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         ("c", None, 2),
         (None, fail_telemetry, 3),
+        (None, fail_sampler, 3),
         (None, fail_probes, 3),
     ],
-    ids=["third-provider", "telemetry", "after-telemetry-and-scraper"],
+    ids=["third-provider", "telemetry", "inside-telemetry", "after-telemetry-and-scraper"],
 )
 async def test_a_start_up_failing_half_way_closes_what_it_opened(
     monkeypatch: pytest.MonkeyPatch, fail_for: str | None, break_step: Any, opened: int
