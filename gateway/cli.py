@@ -117,6 +117,10 @@ def _bench(args: argparse.Namespace) -> int:
         from bench.replay.cli import main as replay_main
 
         return replay_main(rest)
+    if args.bench_name == "matrix":
+        from bench.matrix.cli import main as matrix_main
+
+        return matrix_main(rest)
     if args.bench_name == "quality":
         from bench.quality import main as quality_main
 
@@ -240,13 +244,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser(
         "bench",
-        help="run a benchmark: replay (trace replay), overhead, decision, quality (faults) "
+        help="run a benchmark: replay (trace replay), matrix (every workload cell through "
+        "every policy), overhead, decision, quality (faults) "
         "or telemetry (what records, metrics and the store cost)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
         "replay --help`.",
     )
     bench.add_argument(
-        "bench_name", choices=["replay", "overhead", "decision", "quality", "telemetry"]
+        "bench_name",
+        choices=["replay", "matrix", "overhead", "decision", "quality", "telemetry"],
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)

@@ -25,16 +25,18 @@ DEFAULT_REPLAY_S = 150.0
 """The default time scale squeezes the trace's nominal span into about this long."""
 
 
-def default_time_scale(nominal_span_s: float) -> float:
-    """min(1, DEFAULT_REPLAY_S / span), to two significant digits."""
-    if nominal_span_s <= DEFAULT_REPLAY_S:
+def default_time_scale(nominal_span_s: float, replay_s: float = DEFAULT_REPLAY_S) -> float:
+    """min(1, replay_s / span), to two significant digits."""
+    if nominal_span_s <= replay_s:
         return 1.0
-    raw = DEFAULT_REPLAY_S / nominal_span_s
+    raw = replay_s / nominal_span_s
     digits = 1 - math.floor(math.log10(raw))
     return round(raw, digits)
 
 
-def _positive(kind: type[float] | type[int]) -> Any:
+def positive(kind: type[float] | type[int]) -> Any:
+    """An argparse type: `kind` values above 0."""
+
     def parse(text: str) -> float | int:
         value = kind(text)
         if value <= 0:
@@ -54,24 +56,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--config", type=Path, help="also replay through this gateway config")
     parser.add_argument("--route", default="default", help="route the trace's model maps to")
-    parser.add_argument("--limit", type=_positive(int), help="replay only the first N requests")
+    parser.add_argument("--limit", type=positive(int), help="replay only the first N requests")
     parser.add_argument(
-        "--time-scale", type=_positive(float), help="trace and engine time factor (default: auto)"
+        "--time-scale", type=positive(float), help="trace and engine time factor (default: auto)"
     )
     parser.add_argument("--send-session", action="store_true", help="send x-session-id")
-    parser.add_argument("--ttft-slo-ms", type=_positive(float), default=2000.0)
-    parser.add_argument("--tpot-slo-ms", type=_positive(float), default=60.0)
-    parser.add_argument("--fleet-size", type=_positive(int), default=engine.count)
+    parser.add_argument("--ttft-slo-ms", type=positive(float), default=2000.0)
+    parser.add_argument("--tpot-slo-ms", type=positive(float), default=60.0)
+    parser.add_argument("--fleet-size", type=positive(int), default=engine.count)
     parser.add_argument(
-        "--kv-capacity-tokens", type=_positive(int), default=engine.kv_capacity_tokens
+        "--kv-capacity-tokens", type=positive(int), default=engine.kv_capacity_tokens
     )
     parser.add_argument("--cost-model", default=engine.cost_model)
     parser.add_argument(
-        "--prefill-tokens-per-s", type=_positive(float), default=engine.prefill_tokens_per_s
+        "--prefill-tokens-per-s", type=positive(float), default=engine.prefill_tokens_per_s
     )
-    parser.add_argument("--decode-base-ms", type=_positive(float), default=engine.decode_base_ms)
+    parser.add_argument("--decode-base-ms", type=positive(float), default=engine.decode_base_ms)
     parser.add_argument("--decode-per-seq-ms", type=float, default=engine.decode_per_seq_ms)
-    parser.add_argument("--request-timeout-s", type=_positive(float), default=900.0)
+    parser.add_argument("--request-timeout-s", type=positive(float), default=900.0)
     parser.add_argument("--json", type=Path, help="write one JSON object per policy here")
     parser.add_argument("--logs", type=Path, help="keep process logs here (default: temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress line")
@@ -121,7 +123,7 @@ def _run_targets(targets: list[Target], settings: ReplaySettings) -> list[dict[s
     return rows
 
 
-def _sigterm_as_interrupt() -> None:
+def sigterm_as_interrupt() -> None:
     """SIGTERM unwinds like Ctrl-C, so `finally` blocks stop every process by PID."""
 
     def interrupt(signum: int, frame: FrameType | None) -> None:
@@ -131,9 +133,7 @@ def _sigterm_as_interrupt() -> None:
         signal.signal(signal.SIGTERM, interrupt)
 
 
-def _add_offline_at_response_time(
-    row: dict[str, Any], trace: Trace, engines: EngineOptions
-) -> None:
+def add_offline_at_response_time(row: dict[str, Any], trace: Trace, engines: EngineOptions) -> None:
     """The offline routers again, every response taking this run's E2E p50: what routing
     could reach with this run's response times, on caches no running request holds."""
     e2e_ms = row.get("e2e_ms_p50")
@@ -153,7 +153,7 @@ def _add_offline_at_response_time(
 
 def run(args: argparse.Namespace) -> int:
     """Replay the trace through every target; prints the report; 0 unless nothing ran."""
-    _sigterm_as_interrupt()
+    sigterm_as_interrupt()
     try:
         trace = load_trace(args.trace, args.limit)
         targets = targets_from(
@@ -191,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
         )
         rows = [complete_row(row, oracle, params) for row in _run_targets(targets, settings)]
     for row in rows:
-        _add_offline_at_response_time(row, trace, engines)
+        add_offline_at_response_time(row, trace, engines)
     print(render(rows, params))
     if args.json:
         write_json(args.json, rows)

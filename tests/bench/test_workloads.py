@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bench.replay.trace import load_trace
-from bench.workloads import hot_prefix, shared_prefix
+from bench.replay.oracle import oracle_hit_ratio
+from bench.replay.trace import Trace, TraceRequest, load_trace
+from bench.workloads import (
+    agent_sessions,
+    chat,
+    doc_qa,
+    hot_prefix,
+    load_estimate,
+    mix,
+    shared_prefix,
+    unique,
+)
+from bench.workloads.builder import write_lines
+from bench.workloads.catalog import CATALOG, SEEDS
 
 
 def test_shared_prefix_trace_is_all_at_once(tmp_path: Path) -> None:
@@ -36,3 +52,158 @@ def test_hot_prefix_trace_has_one_popular_prefix_arriving_over_time(tmp_path: Pa
     assert starts == sorted(starts)
     assert starts[-1] == pytest.approx(200, rel=0.15)  # 2,000 requests at 10/s
     assert len({r.messages[1].segments for r in trace.requests}) == 2000  # own questions
+
+
+# The workload matrix's cells (bench/workloads/catalog.py) and their generators.
+
+
+def _trace_of(lines: Iterator[dict[str, Any]], tmp_path: Path, name: str = "t") -> Trace:
+    return load_trace(write_lines(tmp_path / f"{name}.jsonl", lines))
+
+
+def _prompt_bytes(trace: Trace, request: TraceRequest) -> int:
+    size = sum(len(trace.texts[s].encode()) for m in request.messages for s in m.segments)
+    return size + (len(trace.texts[request.tools].encode()) if request.tools else 0)
+
+
+def _documents(segments: Iterable[str]) -> list[str]:
+    """doc_qa's document segments ("doc-7"), not its questions or one-shot prompts."""
+    return [s for s in segments if s.startswith("doc-") and s[4:].isdigit()]
+
+
+def _shared_prefix_chars(a: str, b: str) -> int:
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def test_catalog_holds_the_matrix_cells_read_only() -> None:
+    doc_qa_cells = [f"doc-qa-z{z}-{s}" for z in ("0.8", "1.2", "1.6") for s in ("fits", "spills")]
+    assert set(CATALOG) == {"agent", "chat", *doc_qa_cells, "unique", "mix"}
+    assert {w.family for w in CATALOG.values()} == {"agent", "chat", "doc-qa", "unique", "mix"}
+    assert all(name == w.name and w.description for name, w in CATALOG.items())
+    assert len(SEEDS) >= 3
+    with pytest.raises(TypeError):
+        CATALOG["extra"] = CATALOG["agent"]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", list(CATALOG))
+def test_every_cell_writes_a_replayable_trace_deterministic_per_seed(
+    name: str, tmp_path: Path
+) -> None:
+    workload = CATALOG[name]
+    path = workload.write(tmp_path / "seed1.jsonl", seed=1, requests=60)
+    again = workload.write(tmp_path / "seed1-again.jsonl", seed=1, requests=60)
+    other = workload.write(tmp_path / "seed2.jsonl", seed=2, requests=60)
+    assert path.read_bytes() == again.read_bytes()
+    assert path.read_bytes() != other.read_bytes()
+    trace = load_trace(path)
+    assert len(trace.requests) == trace.meta["requests"] == 60
+    assert trace.meta["family"] == workload.family and trace.meta["seed"] == 1
+    due = trace.nominal_start_s()
+    assert [due[r.id] for r in trace.requests] == sorted(due.values())  # in dispatch order
+
+
+def test_agent_sessions_fan_out_within_6_to_16k_token_contexts(tmp_path: Path) -> None:
+    trace = _trace_of(agent_sessions.lines(agent_sessions.AgentShape(requests=300)), tmp_path)
+    by_id = {r.id: r for r in trace.requests}
+    assert max(len(children) for children in trace.children.values()) >= 2
+    assert all(6_000 <= _prompt_bytes(trace, r) / 4 <= 16_000 for r in trace.requests)
+    assert trace.tools("agent-tools")[0]["type"] == "function"
+    for request in trace.requests:
+        assert request.tools == "agent-tools"
+        if request.parent is None:
+            assert request.start_s is not None
+            continue
+        parent = by_id[request.parent]
+        assert request.messages[: len(parent.messages)] == parent.messages
+        assert len(request.messages) > len(parent.messages)
+
+
+def test_chat_turns_extend_the_previous_prompt(tmp_path: Path) -> None:
+    trace = _trace_of(chat.lines(chat.ChatShape(requests=300)), tmp_path)
+    by_id = {r.id: r for r in trace.requests}
+    turns = Counter(r.session for r in trace.requests)
+    assert min(turns.values()) >= 2 and max(turns.values()) <= 12
+    systems = Counter(r.messages[0].segments for r in trace.requests if r.parent is None)
+    assert 1 < len(systems) <= 4 and max(systems.values()) > 2  # few prompts, many users
+    for request in trace.requests:
+        if request.parent is not None:
+            parent = by_id[request.parent]
+            assert request.session == parent.session
+            assert request.messages[: len(parent.messages)] == parent.messages
+            assert request.after_s is not None and request.after_s > 0
+        assert _prompt_bytes(trace, request) / 4 < 10_000
+
+
+@pytest.mark.parametrize("zipf", [0.8, 1.2, 1.6])
+def test_doc_qa_popularity_follows_zipf(zipf: float, tmp_path: Path) -> None:
+    shape = doc_qa.DocQaShape(requests=800, zipf=zipf, documents=40)
+    trace = _trace_of(doc_qa.lines(shape), tmp_path)
+    asked = Counter(s for r in trace.requests for m in r.messages for s in _documents(m.segments))
+    questions = sum(asked.values())
+    assert questions == pytest.approx(800 * (1 - shape.one_shot_share), rel=0.1)
+    expected = doc_qa.zipf_shares(40, zipf)[0]
+    spread = 4 * math.sqrt(expected * (1 - expected) / questions)
+    assert asked["doc-0"] / questions == pytest.approx(expected, abs=spread)
+    assert asked.most_common(1)[0][0] == "doc-0"
+
+
+@pytest.mark.parametrize("name", [n for n in CATALOG if n.startswith("doc-qa")])
+def test_doc_qa_documents_fit_in_the_fleets_kv_or_not(name: str, tmp_path: Path) -> None:
+    trace = _trace_of(CATALOG[name].lines(1, 100), tmp_path)
+    fleet_kv = 4 * 100_000
+    total = trace.meta["document_tokens_total"]
+    assert total < fleet_kv if name.endswith("-fits") else total > fleet_kv
+    documents = _documents(trace.texts)
+    assert documents
+    assert all(5_000 <= len(trace.texts[s]) / 4 <= 10_000 for s in documents)
+
+
+def test_unique_prompts_share_nothing_but_the_system_line(tmp_path: Path) -> None:
+    trace = _trace_of(unique.lines(unique.UniqueShape(requests=300)), tmp_path)
+    prompts = sorted("".join(trace.message_text(m) for m in r.messages) for r in trace.requests)
+    assert len(set(prompts)) == 300
+    # Sorted, the longest prefix any two share is one that neighbours share.
+    shared = max(_shared_prefix_chars(a, b) for a, b in itertools.pairwise(prompts))
+    # The system line, then "Ticket " and a few of the random ticket's hex digits at most.
+    assert shared <= len(unique.SYSTEM_LINE) + len("Ticket ") + 8
+    sizes = [_prompt_bytes(trace, r) / 4 for r in trace.requests]
+    assert min(sizes) >= 500 and max(sizes) <= 6_100
+
+
+def test_mix_holds_every_family_in_its_share(tmp_path: Path) -> None:
+    trace = _trace_of(mix.lines(mix.MixShape(requests=400)), tmp_path)
+    prefix_family = {prefix: family for family, prefix in mix.PREFIXES.items()}
+    families = Counter(prefix_family[r.id[:2]] for r in trace.requests)
+    for family, share in mix.MixShape().shares:
+        assert families[family] / 400 == pytest.approx(share, abs=0.02)
+    due = trace.nominal_start_s()
+    first = {
+        family: min(due[r.id] for r in trace.requests if r.id[:2] == prefix)
+        for family, prefix in mix.PREFIXES.items()
+    }
+    # Merged by time, not one family after another: they all start early on.
+    assert max(first.values()) < 0.1 * trace.nominal_span_s()
+
+
+@pytest.mark.parametrize(
+    ("name", "requests", "low", "high"),
+    [("unique", 200, 0.0, 0.2), ("doc-qa-z1.2-fits", 400, 0.8, 1.0)],
+)
+def test_oracle_hit_ratio_is_in_the_cells_range(
+    name: str, requests: int, low: float, high: float, tmp_path: Path
+) -> None:
+    trace = _trace_of(CATALOG[name].lines(1, requests), tmp_path)
+    assert low <= oracle_hit_ratio(trace).hit_ratio <= high
+
+
+def test_load_estimate_charges_every_unique_prompt_token_to_prefill(tmp_path: Path) -> None:
+    trace = _trace_of(CATALOG["unique"].lines(1, 100), tmp_path)
+    found = load_estimate.estimate(trace, response_s=15.0)
+    prompt_tokens = oracle_hit_ratio(trace).prompt_tokens
+    assert found.paced_span_s == found.nominal_span_s  # no follow-ups to wait for
+    assert found.prefill_share == pytest.approx(prompt_tokens / 4_000 / (4 * found.paced_span_s))
+    output_tokens = sum(r.max_tokens for r in trace.requests)
+    assert found.decode_share == pytest.approx(output_tokens * 0.0005 / (4 * found.paced_span_s))
+    assert found.tpot_ms == pytest.approx(15 / (1 - found.busy))

@@ -1,0 +1,7 @@
+"""`python -m bench.matrix [options]`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
