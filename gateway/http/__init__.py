@@ -3,5 +3,6 @@
 Owns everything that speaks HTTP to clients and maps the gateway's and providers' error
 trees to OpenAI-shaped responses. May import the rest of `gateway` (it is the top of the
 request path), `policies` and `providers`; nothing else in `gateway` imports it except
-`gateway.cli` and `gateway.workers`, which start the app.
+`gateway.cli` and `gateway.workers`, which start the app, and `gateway.explain`, whose dry
+run reads a request with the same wire parsing.
 """
