@@ -18,7 +18,7 @@ from typing import Any, Protocol, TextIO
 from bench.replay.cli import add_offline_at_response_time, default_time_scale
 from bench.replay.fleet import EngineOptions
 from bench.replay.metrics import Slo
-from bench.replay.oracle import offline_routing_hit_ratios, oracle_hit_ratio
+from bench.replay.oracle import offline_references
 from bench.replay.profiles import Target
 from bench.replay.report import complete_row
 from bench.replay.runner import UPSTREAM_MODEL, ReplaySettings, run_target
@@ -89,17 +89,13 @@ def prepare(workload: Workload, seed: int, options: MatrixOptions, workdir: Path
     trace = load_trace(path)
     scale = options.time_scale or default_time_scale(trace.nominal_span_s(), options.replay_s)
     fleet = EngineOptions()
-    found = oracle_hit_ratio(trace)
-    pooled = oracle_hit_ratio(trace, fleet.count * fleet.kv_capacity_tokens).hit_ratio
-    offline = offline_routing_hit_ratios(trace, fleet.count, fleet.kv_capacity_tokens)
+    found = offline_references(trace, fleet.count, fleet.kv_capacity_tokens)
     references = {
         "trace_name": trace.meta.get("name", workload.name),
         "requests": len(trace.requests),
-        "oracle_rule": found.rule,
-        "oracle_pooled_kv_hit_ratio": round(pooled, 4),
-        "offline_routing_hit_ratios": {k: round(v, 4) for k, v in offline.items()},
+        **found.parameters(),
     }
-    return PreparedTrace(workload, seed, trace, scale, found.hit_ratio, references)
+    return PreparedTrace(workload, seed, trace, scale, found.oracle.hit_ratio, references)
 
 
 def engine_options(prepared: PreparedTrace, load: str) -> EngineOptions:

@@ -15,7 +15,7 @@ from typing import Any
 
 from .fleet import EngineOptions
 from .metrics import Slo
-from .oracle import offline_routing_hit_ratios, oracle_hit_ratio
+from .oracle import offline_references, offline_routing_hit_ratios
 from .profiles import DEFAULT_POLICIES, PROFILES, SGLANG, Target, targets_from
 from .report import complete_row, render, write_json
 from .runner import UPSTREAM_MODEL, ReplaySettings, run_target
@@ -165,12 +165,9 @@ def run(args: argparse.Namespace) -> int:
     scale = args.time_scale or default_time_scale(trace.nominal_span_s())
     engines = _engines(args, scale)
     params = parameters(args, trace, engines, args.time_scale is None)
-    found = oracle_hit_ratio(trace)
-    oracle, params["oracle_rule"] = found.hit_ratio, found.rule
-    pooled = oracle_hit_ratio(trace, engines.count * engines.kv_capacity_tokens).hit_ratio
-    params["oracle_pooled_kv_hit_ratio"] = round(pooled, 4)
-    offline = offline_routing_hit_ratios(trace, engines.count, engines.kv_capacity_tokens)
-    params["offline_routing_hit_ratios"] = {k: round(v, 4) for k, v in offline.items()}
+    references = offline_references(trace, engines.count, engines.kv_capacity_tokens)
+    params.update(references.parameters())
+    oracle, pooled = references.oracle.hit_ratio, references.pooled_kv_hit_ratio
     print(f"replay: {len(trace.requests)} requests, time scale {scale:g}, "
           f"oracle hit ratio {oracle:.1%} ({pooled:.1%} in the fleet's pooled KV)",
           file=sys.stderr)  # fmt: skip

@@ -192,3 +192,32 @@ def offline_routing_hit_ratios(
             _remember(caches[chosen], prompt, capacity)
         found[router] = cached / total if total else 0.0
     return found
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineReferences:
+    """What every run on one trace and fleet is compared with: the oracle, the oracle with
+    the fleet's KV pooled in one LRU cache, and the offline routers over its caches."""
+
+    oracle: OracleResult
+    pooled_kv_hit_ratio: float
+    routing_hit_ratios: dict[str, float]
+
+    def parameters(self) -> dict[str, Any]:
+        """The report parameters these fill in (rounded as the report shows them)."""
+        return {
+            "oracle_rule": self.oracle.rule,
+            "oracle_pooled_kv_hit_ratio": round(self.pooled_kv_hit_ratio, 4),
+            "offline_routing_hit_ratios": {
+                k: round(v, 4) for k, v in self.routing_hit_ratios.items()
+            },
+        }
+
+
+def offline_references(trace: Trace, engines: int, kv_capacity_tokens: int) -> OfflineReferences:
+    """The offline references of `trace` on `engines` engines of `kv_capacity_tokens` each."""
+    return OfflineReferences(
+        oracle_hit_ratio(trace),
+        oracle_hit_ratio(trace, engines * kv_capacity_tokens).hit_ratio,
+        offline_routing_hit_ratios(trace, engines, kv_capacity_tokens),
+    )
