@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -262,13 +264,31 @@ def assert_stopped_gracefully(proc: subprocess.Popen[bytes]) -> None:
     assert stop(proc) in (0, -signal.SIGTERM)
 
 
-def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> None:
+@dataclass(frozen=True)
+class Serving:
+    """A `switchyard serve` process on the embedded default, with its own record store."""
+
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+    database: Path
+
+
+@contextlib.contextmanager
+def serving_embedded(tmp_path: Path) -> Iterator[Serving]:
+    """`switchyard serve` on the embedded default, ready; stopped when the block ends."""
     port = free_port()
     log = tmp_path / "serve.log"
     database = tmp_path / "records.db"
     env = {"SWITCHYARD_DATABASE_URL": f"sqlite+aiosqlite:///{database}"}
     with running(["serve", "--port", str(port)], log, env) as proc:
         wait_ready(f"http://127.0.0.1:{port}/healthz", proc, log)
+        yield Serving(proc, port, log, database)
+
+
+def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> None:
+    with serving_embedded(tmp_path) as served:
+        proc, port, log, database = served.proc, served.port, served.log, served.database
         # The engines' ports are random; the start-up log is the only place that names them.
         engines = [
             int(p)
@@ -349,12 +369,8 @@ def logged_line(log: Path, text: str, proc: subprocess.Popen[bytes]) -> str:
 
 
 def test_serve_prints_a_banner_then_one_line_per_request(tmp_path: Path) -> None:
-    port = free_port()
-    log = tmp_path / "serve.log"
-    database = tmp_path / "records.db"
-    env = {"SWITCHYARD_DATABASE_URL": f"sqlite+aiosqlite:///{database}"}
-    with running(["serve", "--port", str(port)], log, env) as proc:
-        wait_ready(f"http://127.0.0.1:{port}/healthz", proc, log)
+    with serving_embedded(tmp_path) as served:
+        proc, port, log, database = served.proc, served.port, served.log, served.database
         decision = chat(port)
         line = logged_line(log, f"decision {decision}", proc)
         assert_stopped_gracefully(proc)
