@@ -4,6 +4,7 @@ A plugin framework: it owns its contract (`base`), settings and error tree and n
 imports the gateway, which builds `ProviderSettings` and maps the errors to HTTP.
 """
 
+from providers.anthropic import AnthropicProvider
 from providers.base import (
     Deadlines,
     HealthResult,
@@ -28,6 +29,7 @@ from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, BackendKind, ProviderSe
 
 __all__ = [
     "DEFAULT_IDLE_KEEPALIVE_S",
+    "AnthropicProvider",
     "ApiError",
     "BackendKind",
     "Deadlines",

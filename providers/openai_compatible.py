@@ -8,7 +8,7 @@ side against the emulator), which is most of the gateway's overhead budget.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from email.utils import parsedate_to_datetime
 from time import time
@@ -33,6 +33,10 @@ from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
 
 _MAX_ERROR_BODY_BYTES = 64 * 1024
 
+StatusErrorMapper = Callable[[int, bytes, float | None], UpstreamError]
+"""Turns an error status, its body (the key scrubbed out) and its Retry-After (seconds)
+into the error to raise: for clouds whose error bodies say more than their status."""
+
 
 async def open_openai_compatible(settings: ProviderSettings) -> OpenAICompatibleProvider:
     """The adapter for `settings.base_url`; its connection pool opens on first use."""
@@ -56,11 +60,16 @@ class OpenAICompatibleProvider:
         *,
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
+        headers: Mapping[str, str] | None = None,
+        status_error: StatusErrorMapper | None = None,
     ) -> None:
+        """`headers` replace the bearer-token headers, for clouds that take the key in a
+        header of their own; `api_key` is then only scrubbed from error bodies."""
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._headers = upstream_headers(api_key)
+        self._headers = dict(headers) if headers is not None else upstream_headers(api_key)
+        self._status_error = status_error or self._openai_status_error
         self._max_connections = max_connections
         self._idle_keepalive_s = idle_keepalive_s
         self._session: aiohttp.ClientSession | None = None
@@ -117,7 +126,7 @@ class OpenAICompatibleProvider:
         try:
             with self.map_upstream_errors():
                 async with self.session.get(
-                    self.base_url + "/models",
+                    self.health_url(),
                     headers=self._headers,
                     timeout=aiohttp.ClientTimeout(total=timeout_s),
                 ) as response:
@@ -133,11 +142,18 @@ class OpenAICompatibleProvider:
             await self._session.close()
             self._session = None
 
+    def request_url(self, request: UpstreamRequest) -> str:
+        """Where `request` goes; a cloud that addresses its deployments otherwise overrides it."""
+        return self.base_url + request.path
+
+    def health_url(self) -> str:
+        return self.base_url + "/models"
+
     async def _post(
         self, request: UpstreamRequest, limits: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
         return await self.session.post(
-            self.base_url + request.path,
+            self.request_url(request),
             data=request.body,
             headers=self._headers,
             timeout=limits,
@@ -149,20 +165,26 @@ class OpenAICompatibleProvider:
         if status < 400:
             return
         body = await response.content.read(_MAX_ERROR_BODY_BYTES)
+        retry_after_s = _retry_after_s(response.headers.get("retry-after"))
+        raise self._status_error(status, self._scrub(body), retry_after_s)
+
+    def _openai_status_error(
+        self, status: int, body: bytes, retry_after_s: float | None
+    ) -> UpstreamStatusError:
         if status in (401, 403):
             # The backend refused the gateway's own credentials: not the client's fault, and
             # the upstream body may quote the key, so it is never relayed.
-            raise UpstreamStatusError(
+            return UpstreamStatusError(
                 f"backend {self.name} rejected the gateway's credentials (HTTP {status})",
                 backend=self.name,
                 upstream_status=502,
             )
-        raise UpstreamStatusError(
+        return UpstreamStatusError(
             f"backend {self.name} answered HTTP {status}",
             backend=self.name,
             upstream_status=status,
-            upstream_body=self._scrub(body),
-            retry_after_s=_retry_after_s(response.headers.get("retry-after")),
+            upstream_body=body,
+            retry_after_s=retry_after_s,
         )
 
     def _scrub(self, data: bytes) -> bytes:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from providers.anthropic import open_anthropic
+from providers.azure import open_azure_openai
 from providers.base import Provider, ProviderFactory
 from providers.emulated import open_emulated
+from providers.gemini import open_gemini
 from providers.openai_compatible import open_openai_compatible
 from providers.settings import BackendKind, ProviderSettings
 
 FACTORIES: Mapping[BackendKind, ProviderFactory] = MappingProxyType(
     {
-        # Every engine and cloud known today speaks the OpenAI wire format; native
-        # adapters come later.
+        # Engines and clouds that speak the OpenAI wire format with a bearer key.
         "openai-compatible": open_openai_compatible,
         "vllm": open_openai_compatible,
         "sglang": open_openai_compatible,
@@ -21,6 +23,11 @@ FACTORIES: Mapping[BackendKind, ProviderFactory] = MappingProxyType(
         "ollama": open_openai_compatible,
         "openai": open_openai_compatible,
         "emulated": open_emulated,
+        # Native wire formats, translated to and from OpenAI's inside the adapter.
+        "anthropic": open_anthropic,
+        "gemini": open_gemini,
+        # OpenAI's wire at Azure's deployment URLs, with an api-key header.
+        "azure-openai": open_azure_openai,
     }
 )
 

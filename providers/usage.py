@@ -1,4 +1,5 @@
-"""Token usage as a backend reports it, normalised: prompt, completion and cached tokens.
+"""Token usage as a backend reports it, normalised: prompt, completion, cached, cache-write
+and reasoning tokens.
 
 Reading usage must not slow the relay: a stream is only scanned for the one event that
 carries a `usage` object (OpenAI sends `"usage":null` elsewhere), and parsed at the end.
@@ -17,9 +18,20 @@ _MAX_TAIL_BYTES = 16 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Counts in OpenAI's terms; `None` where the backend does not say.
+
+    `prompt_tokens` counts every input token, cached or not; `cached_tokens` is read from
+    `prompt_tokens_details.cached_tokens`, `cache_write_tokens` (tokens written to a prompt
+    cache, which Anthropic bills apart) from `prompt_tokens_details.cache_write_tokens`,
+    and `reasoning_tokens` (within `completion_tokens`) from
+    `completion_tokens_details.reasoning_tokens`.
+    """
+
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int | None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 def usage_of(data: Any) -> Usage | None:
@@ -32,7 +44,14 @@ def usage_of(data: Any) -> Usage | None:
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
         cached_tokens=int(cached) if isinstance(cached, int) else None,
+        cache_write_tokens=_detail(details, "cache_write_tokens"),
+        reasoning_tokens=_detail(usage.get("completion_tokens_details"), "reasoning_tokens"),
     )
+
+
+def _detail(details: Any, name: str) -> int | None:
+    value = details.get(name) if isinstance(details, dict) else None
+    return value if isinstance(value, int) else None
 
 
 def usage_from_body(body: bytes) -> Usage | None:

@@ -1,0 +1,12 @@
+"""The `anthropic` kind: Anthropic's Messages API behind the OpenAI-shaped provider contract.
+
+One module per job: `chat_request` (the OpenAI request accepted), `conversation` and
+`request_translation` (to a Messages request), `messages_wire` (Anthropic's wire format),
+`response_translation` and `stream_translation` (back to OpenAI's, via `chat_response`
+and `sse_decoder`), `error_mapping` (every failure into the providers' error tree) and
+`provider` (the adapter: send, stream, health, close).
+"""
+
+from providers.anthropic.provider import AnthropicProvider, AnthropicStream, open_anthropic
+
+__all__ = ["AnthropicProvider", "AnthropicStream", "open_anthropic"]

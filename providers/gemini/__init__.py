@@ -1,0 +1,12 @@
+"""The `gemini` kind: Google's Gemini API natively, translated to and from OpenAI's wire.
+
+One module per job: `request` (OpenAI chat → `generateContent`), `generation` (sampling,
+reasoning and tool-choice options), `response` (an answer → `chat.completion`), `stream`
+(SSE events → `chat.completion.chunk`s), `errors` (the one error mapping), `provider`
+(send, stream, health, close).
+"""
+
+from providers.gemini.errors import UnsupportedRequest
+from providers.gemini.provider import DEFAULT_BASE_URL, GeminiProvider, open_gemini
+
+__all__ = ["DEFAULT_BASE_URL", "GeminiProvider", "UnsupportedRequest", "open_gemini"]

@@ -1,0 +1,136 @@
+"""The `gemini` kind: Google's Gemini API spoken natively, behind the OpenAI contract.
+
+Requests go to `models/{model}:generateContent` and `:streamGenerateContent?alt=sse`
+with the key in the `x-goog-api-key` header (never in the URL, where logs and error
+messages would carry it). The HTTP side is the OpenAI-compatible adapter's: its pooled
+session, deadlines, stall watchdog and transport-error mapping; only the URLs, headers,
+bodies and the reading of error statuses are Gemini's.
+"""
+
+from __future__ import annotations
+
+import aiohttp
+import orjson
+
+from providers.base import (
+    Deadlines,
+    HealthResult,
+    UpstreamRequest,
+    UpstreamResponse,
+    upstream_headers,
+)
+from providers.errors import UpstreamError
+from providers.gemini.errors import GeminiErrors, UnsupportedRequest
+from providers.gemini.request import GeminiCall, model_path, translate_request
+from providers.gemini.response import chat_completion, decode_response
+from providers.gemini.stream import GeminiStream, StreamTranslator
+from providers.openai_compatible import OpenAICompatibleProvider
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+_CHAT_PATH = "/chat/completions"
+
+
+async def open_gemini(settings: ProviderSettings) -> GeminiProvider:
+    """The adapter for one Gemini backend; its connection pool opens on first use."""
+    return GeminiProvider(
+        settings.name,
+        settings.base_url or DEFAULT_BASE_URL,
+        settings.api_key,
+        models=settings.models,
+        max_connections=settings.max_connections,
+        idle_keepalive_s=settings.idle_keepalive_s,
+    )
+
+
+class GeminiProvider:
+    def __init__(
+        self,
+        name: str,
+        base_url: str,
+        api_key: str | None,
+        *,
+        models: tuple[str, ...] = (),
+        max_connections: int = 256,
+        idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
+    ) -> None:
+        self.name = name
+        self._models = models
+        self._errors = GeminiErrors(name, api_key)
+        self._headers = upstream_headers(None, {"x-goog-api-key": api_key} if api_key else None)
+        self._http = OpenAICompatibleProvider(
+            name,
+            base_url,
+            api_key,
+            max_connections=max_connections,
+            idle_keepalive_s=idle_keepalive_s,
+            headers=self._headers,
+            status_error=self._errors.for_status,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self._http.base_url
+
+    async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
+        call = self._translate(request)
+        response = await self._http.send(call.generate(), deadlines)
+        if response.status != 200:
+            raise self._errors.malformed(f"HTTP {response.status} instead of an answer")
+        try:
+            answer = decode_response(response.body)
+        except ValueError:
+            raise self._errors.malformed("an unreadable answer") from None
+        completion = orjson.dumps(chat_completion(answer, call.model))
+        return UpstreamResponse(200, "application/json", completion)
+
+    async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> GeminiStream:
+        call = self._translate(request)
+        raw = await self._http.open_stream(call.stream(), deadlines)
+        stream = GeminiStream(raw, StreamTranslator(call.model, call.include_usage, self._errors))
+        try:
+            await stream.start()
+        except BaseException:
+            await stream.aclose()
+            raise
+        return stream
+
+    async def health(self, timeout_s: float) -> HealthResult:
+        """GET the first model's description (or the model list): checks the key too."""
+        path = f"/{model_path(self._models[0])}" if self._models else "/models"
+        try:
+            with self._http.map_upstream_errors():
+                async with self._http.session.get(
+                    self.base_url + path,
+                    headers=self._headers,
+                    timeout=aiohttp.ClientTimeout(total=timeout_s),
+                    allow_redirects=False,
+                ) as response:
+                    status = response.status
+        except UpstreamError as exc:
+            return HealthResult(False, f"probe failed: {exc.message}")
+        return _health_of(status)
+
+    async def close(self) -> None:
+        await self._http.close()
+
+    def _translate(self, request: UpstreamRequest) -> GeminiCall:
+        if request.path != _CHAT_PATH:
+            raise UnsupportedRequest(
+                f"backend {self.name} (Gemini) serves only {_CHAT_PATH}, not {request.path}",
+                code="unsupported_endpoint",
+            )
+        return translate_request(request.body)
+
+
+def _health_of(status: int) -> HealthResult:
+    if status == 200:
+        return HealthResult(True, "probe ok (HTTP 200)")
+    if status == 429:
+        # Rate limited is up: the 429s themselves cool the backend down per request.
+        return HealthResult(True, "probe rate limited (HTTP 429)")
+    if status in (400, 401, 403):
+        return HealthResult(False, f"probe refused the gateway's credentials (HTTP {status})")
+    if status == 404:
+        return HealthResult(False, "probe found no such model (HTTP 404)")
+    return HealthResult(False, f"probe got HTTP {status}")

@@ -1,0 +1,164 @@
+"""Gemini's `streamGenerateContent?alt=sse` as OpenAI's `chat.completion.chunk` stream.
+
+Each Gemini event is translated as it arrives: a role chunk first, then one chunk per
+part (text, thought, whole function call), a finish chunk when Gemini gives its reason,
+and at the end a usage chunk (when the client asked for one) and `[DONE]`. An error
+event, or a stream that stops before Gemini finished, raises from `rest()`, so the relay
+ends with an error event rather than a silent truncation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator
+from time import time
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from providers.base import UpstreamStream
+from providers.gemini.errors import GeminiErrors
+from providers.gemini.gemini_wire import GenerateContentResponse, UsageMetadata
+from providers.gemini.response import completion_id, finish_reason, openai_usage, part_delta
+
+DONE = b"data: [DONE]\n\n"
+
+
+class SseEvents:
+    """Cuts a byte stream into the data of its server-sent events."""
+
+    def __init__(self) -> None:
+        self._pending = b""
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        # CRLF is normalised on what is pending, so a pair split across reads still joins.
+        self._pending = (self._pending + chunk).replace(b"\r\n", b"\n")
+        *events, self._pending = self._pending.split(b"\n\n")
+        return [data for data in map(_data_of, events) if data]
+
+    def flush(self) -> list[bytes]:
+        """The last event, when the stream ended without the blank line after it."""
+        data, self._pending = _data_of(self._pending), b""
+        return [data] if data else []
+
+
+def _data_of(event: bytes) -> bytes:
+    lines = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line[:5] == b"data:"]
+    return b"\n".join(lines).strip()
+
+
+class StreamTranslator:
+    """The OpenAI chunks for each piece of a Gemini event stream, in order."""
+
+    def __init__(self, model: str, include_usage: bool, errors: GeminiErrors) -> None:
+        self._model = model
+        self._include_usage = include_usage
+        self._errors = errors
+        self._events = SseEvents()
+        self._created = int(time())
+        self._id: str | None = None
+        self._tool_calls = 0
+        self._finished = False
+        self._usage: UsageMetadata | None = None
+
+    def feed(self, raw: bytes) -> bytes:
+        return b"".join(self._translate(data) for data in self._events.feed(raw))
+
+    def end(self) -> bytes:
+        """The closing chunks; raises if Gemini stopped before giving a finish reason."""
+        tail = b"".join(self._translate(data) for data in self._events.flush())
+        if not self._finished:
+            raise self._errors.malformed("a stream that ended before it finished")
+        if self._include_usage and self._usage is not None:
+            tail += self._sse({"choices": [], "usage": openai_usage(self._usage)})
+        return tail + DONE
+
+    def _translate(self, data: bytes) -> bytes:
+        response = self._decode(data)
+        chunks = []
+        if self._id is None:
+            self._id = completion_id(response)
+            chunks.append(self._chunk({"role": "assistant", "content": ""}))
+        if response.usage_metadata is not None:
+            self._usage = response.usage_metadata
+        candidate = response.candidate
+        for part in candidate.parts if candidate is not None else []:
+            delta = part_delta(part, self._tool_calls)
+            if delta is not None:
+                if "tool_calls" in delta:
+                    self._tool_calls += 1
+                chunks.append(self._chunk(delta))
+        reason = "content_filter" if response.blocked else None
+        if candidate is not None:
+            reason = finish_reason(candidate.finish_reason, self._tool_calls > 0)
+        if reason is not None and not self._finished:
+            self._finished = True
+            chunks.append(self._chunk({}, reason))
+        return b"".join(chunks)
+
+    def _decode(self, data: bytes) -> GenerateContentResponse:
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise self._errors.malformed("an unreadable stream event") from None
+        if isinstance(payload, dict) and "error" in payload:
+            raise self._errors.for_stream_event(payload["error"])
+        try:
+            return GenerateContentResponse.model_validate(payload)
+        except ValidationError:
+            raise self._errors.malformed("a stream event of an unknown shape") from None
+
+    def _chunk(self, delta: dict[str, Any], reason: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}
+        return self._sse({"choices": [choice]})
+
+    def _sse(self, fields: dict[str, Any]) -> bytes:
+        chunk = {
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self._created,
+            "model": self._model,
+            **fields,
+        }
+        return b"data: " + orjson.dumps(chunk) + b"\n\n"
+
+
+class GeminiStream:
+    """An UpstreamStream of OpenAI chunks over the raw Gemini stream under it."""
+
+    content_type = "text/event-stream"
+
+    def __init__(self, raw: UpstreamStream, translator: StreamTranslator) -> None:
+        self._raw = raw
+        self._raw_rest = raw.rest()
+        self._translator = translator
+        self._ended = False
+        self.first_chunk = b""
+
+    async def start(self) -> None:
+        """Read until there is a chunk to give: the point where the backend is committed."""
+        out = self._translator.feed(self._raw.first_chunk)
+        while not out:
+            raw = await anext(self._raw_rest, None)
+            if raw is None:
+                self._ended = True
+                out = self._translator.end()
+            else:
+                out = self._translator.feed(raw)
+        self.first_chunk = out
+
+    async def rest(self) -> AsyncIterator[bytes]:
+        if self._ended:
+            return
+        async for raw in self._raw_rest:
+            out = self._translator.feed(raw)
+            if out:
+                yield out
+        self._ended = True
+        yield self._translator.end()
+
+    async def aclose(self) -> None:
+        # The raw reader holds a stall timer until it is closed.
+        if isinstance(self._raw_rest, AsyncGenerator):
+            await self._raw_rest.aclose()
+        await self._raw.aclose()
