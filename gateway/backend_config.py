@@ -94,6 +94,9 @@ class BackendConfig(StrictConfig):
         None, description="Name of the environment variable holding the key; never the key."
     )
     models: list[str] = Field(min_length=1)
+    context_window_tokens: int | None = Field(
+        None, ge=1, description="Prompt plus output tokens it accepts per sequence; unset: unknown."
+    )
     max_concurrency: int = Field(64, ge=1)
     max_connections: int = Field(256, ge=1)
     idle_keepalive_s: float = Field(

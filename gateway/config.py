@@ -12,6 +12,9 @@ from gateway.backend_config import BackendConfig
 from gateway.backend_config import StrictConfig as _Strict
 from gateway.demo_traffic import DemoConfig
 from gateway.quality.config import QualityConfig
+from gateway.route_config import RouteConfig as RouteConfig  # re-exported: the YAML schema
+from gateway.route_config import SlaConfig as SlaConfig
+from gateway.route_config import route_problems
 from gateway.store.config import StoreConfig
 from gateway.telemetry.config import TelemetryConfig
 from policies.config import PolicyConfig, ProfileConfig
@@ -41,21 +44,6 @@ class HealthConfig(_Strict):
     active_probes: bool = Field(True, description="Probe every backend's /models periodically.")
     probe_interval_s: float = Field(10.0, gt=0, description="Active health check period.")
     probe_timeout_s: float = Field(2.0, gt=0)
-
-
-class SlaConfig(_Strict):
-    """Targets a request should meet; headers x-switchyard-ttft-ms / -tpot-ms override."""
-
-    ttft_ms: float | None = Field(None, gt=0)
-    tpot_ms: float | None = Field(None, gt=0)
-
-
-class RouteConfig(_Strict):
-    name: str = Field(min_length=1, description="What clients send as `model`.")
-    model: str = Field(min_length=1, description="Upstream model name.")
-    backends: list[str] = Field(min_length=1)
-    profile: str = "balanced"
-    sla: SlaConfig = SlaConfig()
 
 
 class ServerConfig(_Strict):
@@ -155,18 +143,8 @@ def reference_problems(
         problems += _duplicates(section, [item.name for item in items or []])
     if routes is None:
         return problems
-    by_name = {b.name: b for b in backends or []}
-    profile_names = {p.name for p in profiles or []}
-    for i, route in enumerate(routes):
-        for j, name in enumerate(route.backends):
-            where = f"routes.{i}.backends.{j}"
-            if backends is not None and name not in by_name:
-                problems.append(f"{where}: unknown backend {name!r}")
-            elif name in by_name and route.model not in by_name[name].models:
-                problems.append(f"{where}: backend {name!r} does not serve model {route.model!r}")
-        if profiles is not None and route.profile not in profile_names:
-            problems.append(f"routes.{i}.profile: unknown profile {route.profile!r}")
-    return problems
+    profile_names = {p.name for p in profiles} if profiles is not None else None
+    return problems + route_problems(routes, backends, profile_names)
 
 
 def _duplicates(section: str, names: list[str]) -> list[str]:

@@ -1,4 +1,5 @@
-"""A bounded in-memory ring of recent routing decisions and what became of them."""
+"""A bounded in-memory ring of recent routing decisions and what became of them: each
+request's decision, the fallback routes it moved on to, and every attempt."""
 
 from __future__ import annotations
 
@@ -19,16 +20,48 @@ class Attempt:
     outcome: str
     """"ok", or the error code that made the dispatcher move on."""
     duration_ms: float
+    route: str = ""
+    """The route whose decision named the backend (a fallback's, after the first route)."""
+    model: str = ""
+    """The upstream model id the attempt asked for."""
+
+
+@dataclass(slots=True)
+class FallbackLeg:
+    """A fallback route the request moved on to: its own decision and prompt work."""
+
+    decision: Decision
+    work: PromptWork
 
 
 @dataclass(slots=True)
 class DecisionRecord:
     decision: Decision
+    """The decision on the route the client named; its id is the record's."""
     work: PromptWork = field(default_factory=PromptWork)
     attempts: list[Attempt] = field(default_factory=list)
     status: int | None = None
     served_by: str | None = None
+    fallbacks: list[FallbackLeg] = field(default_factory=list)
+    """The fallback routes decided, in the order they were reached."""
+    left: list[str] = field(default_factory=list)
+    """Why the request left each route, in order (the first route's reason first)."""
     _rendered: bytes | None = None
+
+    @property
+    def served_attempt(self) -> Attempt | None:
+        """The attempt whose response reached the client."""
+        if self.served_by is None or not self.attempts:
+            return None
+        last = self.attempts[-1]
+        return last if last.outcome == "ok" else None
+
+    @property
+    def served_work(self) -> PromptWork:
+        """The prompt work of the route that served (the first route's when none did)."""
+        served = self.served_attempt
+        route = served.route if served is not None else self.decision.route
+        return next((leg.work for leg in self.fallbacks if leg.decision.route == route), self.work)
 
     def rendered(self) -> bytes:
         """The JSON of `to_dict()`, rendered once (on the telemetry thread)."""
@@ -46,6 +79,9 @@ class DecisionRecord:
         self.rendered()
         self.decision = replace(self.decision, candidates=(), timings_us={})
         self.work = PromptWork(cached_tokens=self.work.cached_tokens)
+        for leg in self.fallbacks:
+            leg.decision = replace(leg.decision, candidates=(), timings_us={})
+            leg.work = PromptWork(cached_tokens=leg.work.cached_tokens)
 
     def to_dict(self) -> dict[str, Any]:
         # Described first, checked after: compact() (telemetry thread) sets the bytes before
@@ -57,16 +93,43 @@ class DecisionRecord:
         return described
 
     def _describe(self) -> dict[str, Any]:
-        out = describe_decision(self.decision)
+        out = _with_work(describe_decision(self.decision), self.work)
         out["attempts"] = [
-            {"backend": a.backend, "outcome": a.outcome, "duration_ms": round(a.duration_ms, 3)}
+            {
+                "backend": a.backend,
+                "outcome": a.outcome,
+                "duration_ms": round(a.duration_ms, 3),
+                "route": a.route,
+                "model": a.model,
+            }
             for a in self.attempts
         ]
-        out["prompt_tokens"] = self.work.prompt_tokens
-        out["predicted_cached_tokens"] = dict(self.work.cached_tokens)
         out["status"] = self.status
         out["served_by"] = self.served_by
+        served = self.served_attempt
+        out["served_route"] = served.route if served is not None else None
+        out["served_model"] = served.model if served is not None else None
+        decisions = [self.decision, *(leg.decision for leg in self.fallbacks)]
+        out["route_chain"] = route_chain(decisions, self.left)
+        out["fallbacks"] = [
+            _with_work(describe_decision(leg.decision), leg.work) for leg in self.fallbacks
+        ]
         return out
+
+
+def route_chain(decisions: list[Decision], left: list[str]) -> list[dict[str, Any]]:
+    """Each route reached, in order: its decision's id and why the request left it (None
+    for the last one: it served, or the request ended there)."""
+    return [
+        {"route": d.route, "decision": d.id, "left": left[i] if i < len(left) else None}
+        for i, d in enumerate(decisions)
+    ]
+
+
+def _with_work(described: dict[str, Any], work: PromptWork) -> dict[str, Any]:
+    described["prompt_tokens"] = work.prompt_tokens
+    described["predicted_cached_tokens"] = dict(work.cached_tokens)
+    return described
 
 
 class DecisionRing:

@@ -1,10 +1,13 @@
 """Dispatch: try the ranked candidates in order, within the retry budget and deadlines.
 
 A retry is "the next acceptable candidate". Failures before the first byte move on; a
-4xx from the backend is the client's problem and goes straight back. Each attempt holds a
-`Lease` on its backend; the one that answers is handed to the caller, which finishes it
-when the response ends. In-flight counts are released on every path, including
-cancellation.
+4xx from the backend is the client's problem and goes straight back. When a route has no
+candidate left (all filtered out, or every attempt failed before its first byte), the
+request moves on to the route's fallbacks, each deciding among its own backends; the
+attempt budget and the deadline are the request's, whichever route it is on. Each attempt
+asks its backend for the model that route's member names, and holds a `Lease` on it; the
+one that answers is handed to the caller, which finishes it when the response ends.
+In-flight counts are released on every path, including cancellation.
 """
 
 from __future__ import annotations
@@ -12,19 +15,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
-from typing import TypeVar
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
 
 from gateway.config import Config
-from gateway.decisions import Attempt, DecisionRecord
+from gateway.decisions import Attempt, DecisionRecord, FallbackLeg
 from gateway.errors import CapacityExhausted, NoBackendAvailable
 from gateway.fleet.state import FleetState
 from gateway.lease import Lease, PrefixMemory
+from gateway.routing import Leg, RoutePlan
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
-from providers.errors import UpstreamError, UpstreamStatusError
+from providers.errors import ApiError, UpstreamError, UpstreamStatusError
 
 T = TypeVar("T")
-AttemptFn = Callable[[Provider, Deadlines], Awaitable[T]]
+AttemptFn = Callable[[Provider, Deadlines, UpstreamRequest], Awaitable[T]]
+RequestFor = Callable[[str], UpstreamRequest]
+"""The request to send for an upstream model id (the client's body, its `model` set)."""
 
 
 class Dispatcher:
@@ -47,88 +53,128 @@ class Dispatcher:
         return self._clock() + self._config.timeouts.total_s
 
     async def send(
-        self, record: DecisionRecord, request: UpstreamRequest, deadline: float
+        self, record: DecisionRecord, plan: RoutePlan, request_for: RequestFor, deadline: float
     ) -> tuple[Lease, UpstreamResponse]:
         """The whole response and the lease of the backend that gave it, for the caller
-        to `finish()`."""
+        to `finish()`; `record.attempts[-1]` says which route and model answered."""
 
-        async def attempt(provider: Provider, deadlines: Deadlines) -> UpstreamResponse:
+        async def attempt(
+            provider: Provider, deadlines: Deadlines, request: UpstreamRequest
+        ) -> UpstreamResponse:
             # A non-streaming answer arrives whole, after the full generation: only the
             # request's total deadline bounds it.
             left = max(0.001, deadline - self._clock())
             return await provider.send(request, replace(deadlines, first_byte_s=left))
 
-        return await self._try_in_order(record, attempt, deadline, streaming=False)
+        trial = _Trial(record, attempt, request_for, deadline, streaming=False)
+        return await self._try_routes(plan, trial)
 
     async def open_stream(
-        self, record: DecisionRecord, request: UpstreamRequest, deadline: float
+        self, record: DecisionRecord, plan: RoutePlan, request_for: RequestFor, deadline: float
     ) -> tuple[Lease, UpstreamStream]:
         """A stream past its first chunk and the committed backend's lease, for the
         caller to `finish()` when the stream ends."""
 
-        async def attempt(provider: Provider, deadlines: Deadlines) -> UpstreamStream:
+        async def attempt(
+            provider: Provider, deadlines: Deadlines, request: UpstreamRequest
+        ) -> UpstreamStream:
             return await provider.open_stream(request, deadlines)
 
-        return await self._try_in_order(record, attempt, deadline, streaming=True)
+        trial = _Trial(record, attempt, request_for, deadline, streaming=True)
+        return await self._try_routes(plan, trial)
 
-    async def _try_in_order(
-        self, record: DecisionRecord, attempt: AttemptFn[T], deadline: float, *, streaming: bool
-    ) -> tuple[Lease, T]:
-        decision = record.decision
+    async def _try_routes(self, plan: RoutePlan, trial: _Trial[T]) -> tuple[Lease, T]:
+        """Each route of the plan in turn until one answers. The client gets the last
+        attempt's error, or, when no attempt was made, the last route's."""
+        record = trial.record
+        leg: Leg | None = plan.first
+        failed: UpstreamError | None = None
+        empty: ApiError | None = None
+        while leg is not None:
+            try:
+                return await self._try_leg(leg, trial, last_route=not plan.has_fallback)
+            except (NoBackendAvailable, CapacityExhausted) as exc:
+                empty, why = exc, exc.message
+            except UpstreamError as exc:
+                if not exc.retryable:
+                    raise
+                failed, why = exc, f"every attempt failed before its first byte ({exc.code})"
+            leg = None
+            if plan.has_fallback:
+                stop = self._stop_reason(trial)
+                leg = plan.fallback() if stop is None else None
+                why = why if stop is None else f"{why}; {stop}"
+            record.left.append(why)
+            if leg is not None:
+                record.fallbacks.append(FallbackLeg(leg.decision, leg.work))
+        raise failed or empty or NoBackendAvailable("no route could serve this request")
+
+    def _stop_reason(self, trial: _Trial[T]) -> str | None:
+        """Why the request may not go on to a fallback route, if it may not."""
+        if len(trial.record.attempts) >= self._config.retry.max_attempts:
+            return "no attempt left for its fallbacks"
+        if self._clock() >= trial.deadline:
+            return "deadline passed before its fallbacks"
+        return None
+
+    async def _try_leg(self, leg: Leg, trial: _Trial[T], *, last_route: bool) -> tuple[Lease, T]:
+        decision = leg.decision
         if not decision.order:
             names = [c.backend for c in decision.candidates]
             if names and all(self._state.at_capacity(n) for n in names):
                 raise CapacityExhausted(
                     f"every backend of route {decision.route!r} is at max_concurrency"
                 )
-            raise NoBackendAvailable(f"no backend can serve this request: {decision.picker_reason}")
+            raise NoBackendAvailable(
+                f"no backend of route {decision.route!r} can serve this request: "
+                f"{decision.picker_reason}"
+            )
         order = list(decision.order)
         last: UpstreamError | None = None
-        for _ in range(self._config.retry.max_attempts):
-            if not order or self._clock() >= deadline:
+        while order and len(trial.record.attempts) < self._config.retry.max_attempts:
+            if self._clock() >= trial.deadline:
                 break
             name = order.pop(0)
             try:
-                return await self._attempt(record, name, attempt, deadline, streaming)
+                return await self._attempt(leg, name, trial)
             except UpstreamError as exc:
                 if not exc.retryable:
                     raise
                 last = exc
-                if not order and await self._wait_retry_after(exc, deadline):
+                # Waiting out a Retry-After is for the very last candidate of the request.
+                if not order and last_route and await self._wait_retry_after(exc, trial.deadline):
                     order.append(name)
         if last is not None:
             raise last
         raise NoBackendAvailable("request deadline passed before any backend answered")
 
-    async def _attempt(
-        self,
-        record: DecisionRecord,
-        name: str,
-        attempt: AttemptFn[T],
-        deadline: float,
-        streaming: bool,
-    ) -> tuple[Lease, T]:
+    async def _attempt(self, leg: Leg, name: str, trial: _Trial[T]) -> tuple[Lease, T]:
         started = self._clock()
+        model = leg.route.model_for(name)
+        request = trial.request_for(model)
         lease = Lease(
             name,
-            record.work,
+            leg.work,
             state=self._state,
             prefixes=self._prefixes,
-            streaming=streaming,
+            streaming=trial.streaming,
             clock=self._clock,
         )
+        attempts, route = trial.record.attempts, leg.route.name
         try:
-            result = await attempt(self._providers[name], self._deadlines(name, deadline))
+            deadlines = self._deadlines(name, trial.deadline)
+            result = await trial.attempt(self._providers[name], deadlines, request)
         except UpstreamError as exc:
             lease.failed(exc)
-            record.attempts.append(Attempt(name, exc.code or "error", self._ms_since(started)))
+            outcome = exc.code or "error"
+            attempts.append(Attempt(name, outcome, self._ms_since(started), route, model))
             raise
         except BaseException:
             lease.failed(None)
-            record.attempts.append(Attempt(name, "cancelled", self._ms_since(started)))
+            attempts.append(Attempt(name, "cancelled", self._ms_since(started), route, model))
             raise
         lease.committed()
-        record.attempts.append(Attempt(name, "ok", self._ms_since(started)))
+        attempts.append(Attempt(name, "ok", self._ms_since(started), route, model))
         return lease, result
 
     def _deadlines(self, name: str, deadline: float) -> Deadlines:
@@ -152,3 +198,14 @@ class Dispatcher:
 
     def _ms_since(self, started: float) -> float:
         return (self._clock() - started) * 1000.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Trial(Generic[T]):
+    """One request's dispatch: its record, how to make an attempt, and its deadline."""
+
+    record: DecisionRecord
+    attempt: AttemptFn[T]
+    request_for: RequestFor
+    deadline: float
+    streaming: bool

@@ -1,4 +1,5 @@
-"""Dry-run routing: what the gateway would decide for a request, without sending it."""
+"""Dry-run routing: what the gateway would decide for a request, without sending it, and
+which fallback route would take it when its own route has no candidate."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gateway.config import Config
+from gateway.decisions import route_chain
 from gateway.fleet.state import FleetState
 from gateway.http.wire import parse_body, traits_of
 from gateway.routing import Router
@@ -22,10 +24,21 @@ def explain_request(
     body, head = parse_body(raw, endpoint)
     route = router.route(head.model)
     lowered = {k.lower(): v for k, v in headers.items()}
-    decision, work = router.decide(route, traits_of(endpoint, body, head, lowered))
+    plan = router.plan(route, traits_of(endpoint, body, head, lowered))
+    # Nothing is sent, so only a route left without candidates moves on to its fallback.
+    legs, left = [plan.first], []
+    while not legs[-1].decision.order and (leg := plan.fallback()) is not None:
+        left.append(legs[-1].decision.picker_reason)
+        legs.append(leg)
     return {
         "route": route.name,
         "upstream_model": route.model,
-        "prompt_tokens": work.prompt_tokens,
-        **describe_decision(decision),
+        "upstream_models": dict(route.upstream_models),
+        "prompt_tokens": plan.first.work.prompt_tokens,
+        **describe_decision(plan.first.decision),
+        "route_chain": route_chain([leg.decision for leg in legs], left),
+        "fallbacks": [
+            {"upstream_models": dict(leg.route.upstream_models), **describe_decision(leg.decision)}
+            for leg in legs[1:]
+        ],
     }

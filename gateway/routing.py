@@ -1,11 +1,12 @@
-"""The request pipeline: route lookup, prompt fingerprint, snapshot, policy decision."""
+"""The request pipeline: route lookup, prompt fingerprint, snapshot, policy decision, and
+the plan of routes a request may take (its route, then the fallbacks, decided lazily)."""
 
 from __future__ import annotations
 
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gateway.config import Config, RouteConfig
@@ -17,9 +18,10 @@ from gateway.prefix.token_count import TokenCounter
 from gateway.prefix.work import PromptWork
 from gateway.quality.book import QualityBook
 from gateway.quality.lazy_views import QualityViews
+from gateway.route_config import fallback_chain
 from policies import Pipeline
 from policies.decision import Decision
-from policies.snapshot import Endpoint, RequestInfo, Snapshot
+from policies.snapshot import BackendView, Endpoint, RequestInfo, Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,35 @@ class RequestTraits:
     prompt: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """What every decision on one route needs of its config, computed once."""
+
+    names: tuple[str, ...]
+    members: frozenset[str]
+    models: Mapping[str, str]
+    """Members asked for another model than the route's `model`, with that model."""
+    windows: Mapping[str, int]
+    """Members with a context window of their own, overriding the backend's."""
+    chain: tuple[str, ...]
+    """The route, then its fallbacks in the order they are tried."""
+
+
+def _prepare(route: RouteConfig, routes: Mapping[str, RouteConfig]) -> _Prepared:
+    members = route.members
+    return _Prepared(
+        names=route.backend_names,
+        members=frozenset(route.backend_names),
+        models={m.backend: m.model for m in members if m.model != route.model},
+        windows={
+            m.backend: m.context_window_tokens
+            for m in members
+            if m.context_window_tokens is not None
+        },
+        chain=fallback_chain(route, routes),
+    )
+
+
 class Router:
     """Turns a client's model name and request into a ranked Decision."""
 
@@ -51,7 +82,7 @@ class Router:
     ) -> None:
         self._quality = quality
         self._routes = {route.name: route for route in config.routes}
-        self._members = {route.name: frozenset(route.backends) for route in config.routes}
+        self._prepared = {route.name: _prepare(route, self._routes) for route in config.routes}
         self._state = state
         self._pipelines = pipelines
         self.fingerprinter = Fingerprinter(counter or TokenCounter())
@@ -79,8 +110,14 @@ class Router:
             )
         return route
 
+    def plan(self, route: RouteConfig, traits: RequestTraits) -> RoutePlan:
+        """The routes this request may take, `route`'s own decision made at once."""
+        chain = [self._routes[name] for name in self._prepared[route.name].chain]
+        return RoutePlan(self, chain, traits)
+
     def decide(self, route: RouteConfig, traits: RequestTraits) -> tuple[Decision, PromptWork]:
         raw_id = os.urandom(8)
+        prepared = self._prepared[route.name]
         work = self._work(route, traits)
         info = RequestInfo(
             route=route.name,
@@ -94,15 +131,18 @@ class Router:
             max_tokens=traits.max_tokens,
             ttft_slo_ms=traits.ttft_slo_ms or route.sla.ttft_ms,
             tpot_slo_ms=traits.tpot_slo_ms or route.sla.tpot_ms,
+            member_models=prepared.models,
         )
-        views = self._state.views(route.backends)
+        views = self._views(prepared)
         quality = self._quality
         snapshot = Snapshot(
             request=info,
             backends=views,
             now_s=time.time(),
             cached_tokens=work.cached_tokens,
-            quality=QualityViews(quality, route.backends, route.model, self._members[route.name])
+            quality=QualityViews(
+                quality, prepared.names, route.model, prepared.members, prepared.models
+            )
             if quality is not None
             else {},
         )
@@ -110,6 +150,12 @@ class Router:
             snapshot, list(views.values()), raw_id.hex()
         )
         return decision, work
+
+    def _views(self, prepared: _Prepared) -> dict[str, BackendView]:
+        views = self._state.views(prepared.names)
+        for name, window in prepared.windows.items():
+            views[name] = replace(views[name], context_window_tokens=window)
+        return views
 
     def remember(self, backend: str, work: PromptWork) -> None:
         """The prompt was sent to `backend`: it will hold the prefix from now on."""
@@ -140,10 +186,11 @@ class Router:
         if fingerprint is None:
             return PromptWork()
         group = self._group
-        matched = self.index.match(fingerprint.blocks, {group[name] for name in route.backends})
+        names = self._prepared[route.name].names
+        matched = self.index.match(fingerprint.blocks, {group[name] for name in names})
         # Backends mostly share a few prefix lengths (none, the system prompt, the whole).
         tokens = {n: fingerprint.tokens_in(n) for n in {0, *matched.values()}}
-        cached = {name: tokens[matched.get(group[name], 0)] for name in route.backends}
+        cached = {name: tokens[matched.get(group[name], 0)] for name in names}
         return PromptWork(fingerprint, cached)
 
     def _fingerprint(self, model: str, traits: RequestTraits) -> Fingerprint | None:
@@ -152,3 +199,39 @@ class Router:
         if traits.prompt is not None:
             return self.fingerprinter.text(model, traits.prompt)
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Leg:
+    """One route of a request's plan, decided: the backends to try, in order, and the
+    upstream model each is asked for."""
+
+    route: RouteConfig
+    decision: Decision
+    work: PromptWork
+
+
+class RoutePlan:
+    """The routes a request may take, in order: the one it named, decided at once, then
+    its fallbacks (`fallback_chain`), each decided only when the dispatcher reaches it.
+    Per request; its one piece of state is how far along the chain it is."""
+
+    __slots__ = ("_rest", "_router", "_traits", "first")
+
+    def __init__(self, router: Router, chain: Sequence[RouteConfig], traits: RequestTraits) -> None:
+        self._router, self._traits = router, traits
+        self._rest = list(chain[1:])
+        decision, work = router.decide(chain[0], traits)
+        self.first = Leg(chain[0], decision, work)
+
+    @property
+    def has_fallback(self) -> bool:
+        return bool(self._rest)
+
+    def fallback(self) -> Leg | None:
+        """The next route's decision (on the fleet as it is now), or None at the end."""
+        if not self._rest:
+            return None
+        route = self._rest.pop(0)
+        decision, work = self._router.decide(route, self._traits)
+        return Leg(route, decision, work)

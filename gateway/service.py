@@ -152,7 +152,7 @@ async def _refresh_quality(book: QualityBook) -> None:
 def _prober(config: Config, book: QualityBook, providers: dict[str, Provider]) -> Prober | None:
     """Probes for every (backend, model) a route serves, each backend with its settings."""
     configs = {b.name: b.probes or config.quality.probes for b in config.backends}
-    targets = [(name, route.model) for route in config.routes for name in route.backends]
+    targets = [(m.backend, m.model) for route in config.routes for m in route.members]
     prober = Prober(configs, book, providers, targets)
     return prober if prober.targets else None
 

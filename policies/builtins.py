@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from policies import (  # noqa: F401  (imported to register their policies)
     bounded_load_filter,
     capacity_filter,
+    context_window_filter,
     healthy_filter,
     kv_cost_scorer,
     least_load_scorer,

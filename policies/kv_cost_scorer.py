@@ -31,13 +31,19 @@ class KvCostScorer:
     """Scores `min_cost / cost` over the candidates, so the cheapest scores 1.0, where
 
         cost_ms = predicted TTFT + decode_weight * predicted TPOT * expected output tokens
-                + work_weight * uncached prompt tokens / prefill rate
+                + (work_weight + delay_weight * in_flight) * uncached prompt tokens / prefill rate
 
     and expected output tokens are the request's `max_tokens` capped at
     `max_output_tokens` (or that cap when unset). See `policies.predict` for TTFT/TPOT.
     The last term is the request's cost to others: the prefill it adds delays every
     request that queues behind it there, so under load a backend that must recompute the
     prompt costs more than its own TTFT says (0 by default: each request for itself).
+    `delay_weight` counts that delay once per request already at the backend: with chunked
+    prefill every step carries the new prompt's chunk, so the requests queued there wait
+    for it and the ones decoding stall while it runs. A cached request adds almost no
+    prefill and stays with its cache however busy the backend; a cold one goes where its
+    prefill holds up the fewest others, which keeps cold prompts off the backends that
+    serve the hot ones.
 
     A cache hit lowers the TTFT term only by the prefill it saves, and a queue in front
     of it raises it by the prefill waiting there, so an idle replica with nothing cached
@@ -57,6 +63,9 @@ class KvCostScorer:
         work_weight: float = Field(0.0, ge=0)
         """Weight of the prefill time the request adds to the backend (its uncached tokens
         at the backend's prefill rate) against a millisecond of its own TTFT."""
+        delay_weight: float = Field(0.0, ge=0)
+        """Weight of the delay the request's uncached prefill adds to each request already
+        at the backend (queued ones wait for it, decoding ones stall while it runs)."""
 
     def __init__(self, name: str, params: Params) -> None:
         self.name = name
@@ -72,15 +81,21 @@ class KvCostScorer:
         costs = [
             ttft + decode_weight * tpot * output for ttft, tpot in zip(ttfts, tpots, strict=True)
         ]
-        if p.work_weight:
-            work_weight = p.work_weight
+        if p.work_weight or p.delay_weight:
             for i, (b, hit) in enumerate(zip(candidates, cached, strict=True)):
-                costs[i] += work_weight * prefill_ms(b, prompt - hit if prompt > hit else 0)
+                others = p.work_weight + p.delay_weight * max(0, b.in_flight)
+                costs[i] += others * prefill_ms(b, prompt - hit if prompt > hit else 0)
         costs = [max(cost, _MIN_COST_MS) for cost in costs]  # NaN stays NaN: scored 0
         cheapest = min(costs, default=_MIN_COST_MS)
         values = [cheapest / cost for cost in costs]
         return Scores(
-            candidates, values, partial(_reason, prompt), cached, candidates, ttfts, tpots
+            candidates,
+            values,
+            partial(_reason, prompt, p.delay_weight > 0),
+            cached,
+            candidates,
+            ttfts,
+            tpots,
         )
 
     def _expected_output_tokens(self, snapshot: Snapshot) -> int:
@@ -88,8 +103,14 @@ class KvCostScorer:
         return cap if asked is None else max(0, min(asked, cap))
 
 
-def _reason(prompt: int, cached: int, b: BackendView, ttft_ms: float, tpot_ms: float) -> str:
-    return (
+def _reason(
+    prompt: int, delays: bool, cached: int, b: BackendView, ttft_ms: float, tpot_ms: float
+) -> str:
+    text = (
         f"{describe_cache(cached, prompt)}; {b.in_flight} in flight; "
         f"predicted TTFT {ttft_ms:,.0f} ms, TPOT {tpot_ms:,.1f} ms"
     )
+    if not delays or b.in_flight <= 0 or prompt <= cached:
+        return text
+    held = prefill_ms(b, prompt - cached)
+    return f"{text}; its prefill holds up {b.in_flight} others by {held:,.0f} ms"

@@ -41,6 +41,9 @@ class BackendView:
     """Requests the engine itself reports queued, not yet admitted; None as above."""
     engine_kv_usage: float | None = None
     """Fraction (0..1) of the KV cache the engine reports in use; None as above."""
+    context_window_tokens: int | None = None
+    """Prompt plus output tokens one sequence may hold for the route's model here; None
+    when unknown."""
 
 
 QualityState = Literal["healthy", "probation", "ejected", "unknown"]
@@ -81,6 +84,13 @@ class RequestInfo:
     max_tokens: int | None = None
     ttft_slo_ms: float | None = None
     tpot_slo_ms: float | None = None
+    member_models: Mapping[str, str] = field(default_factory=dict)
+    """The upstream model id asked of each backend whose id differs from `model` (a route
+    over differently named models); empty when every backend takes `model`."""
+
+    def model_at(self, backend: str) -> str:
+        """The upstream model id this request asks of `backend`."""
+        return self.member_models.get(backend, self.model) if self.member_models else self.model
 
 
 @dataclass(frozen=True, slots=True)

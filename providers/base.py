@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from providers.rate_limits import RateLimitSignal
 from providers.settings import ProviderSettings
 
 
@@ -33,6 +34,8 @@ class UpstreamResponse:
     status: int
     content_type: str
     body: bytes
+    rate_limit: RateLimitSignal | None = None
+    """What the answer's headers said of the backend's limits; None when nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,8 @@ class UpstreamStream(Protocol):
 
     content_type: str
     first_chunk: bytes
+    rate_limit: RateLimitSignal | None
+    """What the stream's headers said of the backend's limits; None when nothing."""
 
     def rest(self) -> AsyncIterator[bytes]:
         """The remaining raw bytes; raises an UpstreamError on a stall or a broken stream."""

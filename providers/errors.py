@@ -5,12 +5,20 @@ ApiError (status, OpenAI type/code/param, message, retryable, retry_after_s)
     ├── UpstreamConnectError 502, UpstreamProtocolError 502
     ├── UpstreamTimeout 504
     └── UpstreamStatusError (the backend's 4xx, else 502; 429 and 5xx are retryable)
+        └── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key)
 
 ApiError is also the root of the host's own errors, so one handler there catches both
 trees; the host, not this package, turns them into HTTP responses.
 """
 
 from __future__ import annotations
+
+import re
+
+from providers.rate_limits import RateLimitSignal
+
+_REASON = re.compile(r"[A-Za-z_]{1,64}")
+"""What an upstream's error type or status name may look like to be quoted in a message."""
 
 
 class ApiError(Exception):
@@ -59,7 +67,13 @@ class UpstreamTimeout(UpstreamError):
 
 
 class UpstreamStatusError(UpstreamError):
-    """The backend answered with an error status; 4xx bodies are relayed to the client."""
+    """The backend answered with an error status; 4xx bodies are relayed to the client.
+
+    `rate_limit` is what the answer's headers said of the backend's limits (a 429's in
+    particular), set by the HTTP layer when the adapter's mapping did not.
+    """
+
+    rate_limit: RateLimitSignal | None = None
 
     def __init__(
         self,
@@ -69,13 +83,43 @@ class UpstreamStatusError(UpstreamError):
         upstream_status: int,
         upstream_body: bytes = b"",
         retry_after_s: float | None = None,
+        rate_limit: RateLimitSignal | None = None,
     ) -> None:
         super().__init__(message, backend=backend, code=f"upstream_{upstream_status}")
         self.upstream_status = upstream_status
         self.upstream_body = upstream_body
         self.retry_after_s = retry_after_s
+        self.rate_limit = rate_limit
         # 5xx and 429 are the backend's trouble: another candidate may succeed.
         self.retryable = upstream_status >= 500 or upstream_status == 429
         self.status = upstream_status if 400 <= upstream_status < 500 else 502
         if upstream_status == 429:
             self.type = "rate_limit_error"
+
+
+class UpstreamCredentialsRefused(UpstreamStatusError):
+    """The backend refused the gateway's own credentials (its 401 or 403, or a cloud's way
+    of saying so): never the client's fault, so a 502, and never the upstream body, which
+    may quote the key; the message names only the status and the upstream's error type.
+
+    Retryable: the next candidate holds other credentials and may answer, and the failures
+    this backend keeps recording are what ejects it until its key is fixed.
+    """
+
+    code = "upstream_credentials_refused"
+
+    def __init__(
+        self, *, backend: str | None, upstream_status: int, reason: str | None = None
+    ) -> None:
+        label = f"HTTP {upstream_status}"
+        if reason and _REASON.fullmatch(reason):
+            label += f" {reason}"
+        super().__init__(
+            f"backend {backend} refused the gateway's credentials ({label})",
+            backend=backend,
+            upstream_status=upstream_status,
+        )
+        self.status = 502
+        self.type = "upstream_error"
+        self.code = "upstream_credentials_refused"
+        self.retryable = True

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from emulator.settings import EmulatorOptions
 
@@ -20,6 +20,32 @@ BackendKind = Literal[
     "gemini",
     "azure-openai",
 ]
+
+PresetName = Literal[
+    "openai",
+    "deepseek",
+    "together",
+    "fireworks",
+    "groq",
+    "mistral",
+    "openrouter",
+    "vllm",
+    "sglang",
+    "llama-cpp",
+    "ollama",
+]
+"""The OpenAI-compatible services with known defaults (`providers.presets.PRESETS`)."""
+
+OPENAI_COMPATIBLE_KINDS: frozenset[BackendKind] = frozenset(
+    {"openai-compatible", "vllm", "sglang", "llama-cpp", "ollama", "openai"}
+)
+"""The kinds served as they are by the OpenAI-compatible adapter, over the network."""
+
+RESERVED_HEADERS = frozenset(
+    {"authorization", "api-key", "x-api-key", "x-goog-api-key", "content-type", "host"}
+    | {"content-length", "accept-encoding", "transfer-encoding", "connection"}
+)
+"""Headers the adapter owns: the key travels in `api_key`, the framing is the transport's."""
 
 DEFAULT_IDLE_KEEPALIVE_S = 4.0
 """Idle connections to engines are closed after this, before the engines close them
@@ -54,3 +80,40 @@ class ProviderSettings(BaseModel):
         description="`azure-openai` only: the api-version query parameter "
         "(None: the adapter's default, providers.azure.DEFAULT_API_VERSION).",
     )
+    preset: PresetName | None = Field(
+        None,
+        description="OpenAI-compatible kinds: whose defaults `providers.presets."
+        "with_preset_defaults` fills in; kinds vllm, sglang, llama-cpp, ollama and openai "
+        "imply their own, so only kind openai-compatible names another.",
+    )
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        repr=False,
+        description="OpenAI-compatible kinds: sent with every request as given, e.g. "
+        "OpenRouter's optional `HTTP-Referer` and `X-Title`; none by default.",
+    )
+    health_url: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="OpenAI-compatible kinds: what the health probe GETs "
+        "(None: `{base_url}/models`; a preset fills in its engine's own).",
+    )
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(name for name in headers if name.lower() in RESERVED_HEADERS)
+        if reserved:
+            raise ValueError(f"set by the adapter, not here: {', '.join(reserved)}")
+        return headers
+
+    @model_validator(mode="after")
+    def _check_openai_compatible_fields(self) -> ProviderSettings:
+        if self.kind in OPENAI_COMPATIBLE_KINDS:
+            if self.preset is not None and self.kind not in ("openai-compatible", self.preset):
+                raise ValueError(f"preset: kind {self.kind} is its own preset")
+            return self
+        for field in ("preset", "extra_headers", "health_url"):
+            if field in self.model_fields_set and getattr(self, field):
+                raise ValueError(f"{field}: only for OpenAI-compatible kinds, not {self.kind}")
+        return self

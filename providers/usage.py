@@ -21,10 +21,10 @@ class Usage:
     """Counts in OpenAI's terms; `None` where the backend does not say.
 
     `prompt_tokens` counts every input token, cached or not; `cached_tokens` is read from
-    `prompt_tokens_details.cached_tokens`, `cache_write_tokens` (tokens written to a prompt
-    cache, which Anthropic bills apart) from `prompt_tokens_details.cache_write_tokens`,
-    and `reasoning_tokens` (within `completion_tokens`) from
-    `completion_tokens_details.reasoning_tokens`.
+    `prompt_tokens_details.cached_tokens`, else DeepSeek's `prompt_cache_hit_tokens`;
+    `cache_write_tokens` (tokens written to a prompt cache, which Anthropic bills apart)
+    from `prompt_tokens_details.cache_write_tokens`, and `reasoning_tokens` (within
+    `completion_tokens`) from `completion_tokens_details.reasoning_tokens`.
     """
 
     prompt_tokens: int
@@ -39,11 +39,14 @@ def usage_of(data: Any) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     details = usage.get("prompt_tokens_details")
-    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    cached = _detail(details, "cached_tokens")
+    if cached is None:
+        # DeepSeek's own names: hits and misses, which add up to prompt_tokens.
+        cached = _detail(usage, "prompt_cache_hit_tokens")
     return Usage(
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
-        cached_tokens=int(cached) if isinstance(cached, int) else None,
+        cached_tokens=cached,
         cache_write_tokens=_detail(details, "cache_write_tokens"),
         reasoning_tokens=_detail(usage.get("completion_tokens_details"), "reasoning_tokens"),
     )

@@ -42,6 +42,17 @@ PROFILES: dict[str, GatewayProfile] = {
     # The embedded default's cache-aware profile (gateway/examples/embedded.yaml), less its
     # quality-filter: a replay's engines have no faults, and it would keep every backend.
     "cache-aware": GatewayProfile(
+        _cache_aware([], "kv-cost"),
+        [
+            {
+                "type": "kv-cost-scorer",
+                "name": "kv-cost",
+                "params": {"work_weight": 1.0, "delay_weight": 1.0},
+            }
+        ],
+    ),
+    # The default until issue 13: both load bounds, no delay_weight.
+    "cache-aware-bounded": GatewayProfile(
         _cache_aware(["bounded-prefill", "bounded-requests"], "kv-cost"),
         [
             {"type": "bounded-load-filter", "name": "bounded-prefill", "params": {"by": "tokens"}},

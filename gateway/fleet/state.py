@@ -133,6 +133,7 @@ class FleetState:
             engine_running=engine.running if engine else None,
             engine_waiting=engine.waiting if engine else None,
             engine_kv_usage=engine.kv_usage if engine else None,
+            context_window_tokens=cfg.context_window_tokens,
         )
 
     def _fresh_engine(self, state: _BackendState, now: float) -> EngineLoad | None:

@@ -21,15 +21,26 @@ def _gateway(request: Request) -> Gateway:
     return gateway
 
 
+def _model(route: str) -> dict[str, object]:
+    """A route as an OpenAI model object: clients see public route names, never the
+    upstream ids behind them."""
+    return {"id": route, "object": "model", "created": 0, "owned_by": "switchyard"}
+
+
 @router.get("/v1/models")
 async def list_models(request: Request) -> Response:
     gateway = _gateway(request)
     gateway.authorize(request.headers.get("authorization"))
-    data = [
-        {"id": name, "object": "model", "created": 0, "owned_by": "switchyard"}
-        for name in gateway.router.routes
-    ]
+    data = [_model(name) for name in gateway.router.routes]
     return json_response({"object": "list", "data": data})
+
+
+@router.get("/v1/models/{model_id:path}")
+async def get_model(request: Request, model_id: str) -> Response:
+    """One route by name (ids may contain `/`, as `Qwen/Qwen2.5-7B-Instruct` does)."""
+    gateway = _gateway(request)
+    gateway.authorize(request.headers.get("authorization"))
+    return json_response(_model(gateway.router.route(model_id).name))
 
 
 @router.get("/healthz")

@@ -17,6 +17,7 @@ from starlette.types import Receive, Scope, Send
 from gateway.config import Config
 from gateway.demo_traffic import run_demo
 from gateway.errors import ClientError, SwitchyardError
+from gateway.http.anthropic_ingress.count_tokens import router as count_tokens_router
 from gateway.http.api import router
 from gateway.http.dashboard import router as dashboard_router
 from gateway.http.proxy import ROUTES, serve_proxy
@@ -40,15 +41,16 @@ class SwitchyardApp:
         self.state = api.state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        endpoint = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
-        if endpoint is None:
+        path = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        if path is None:
             await self.api(scope, receive, send)
         elif scope["method"] == "POST":
-            await serve_proxy(self.state.gateway, endpoint, scope, receive, send)
+            await serve_proxy(self.state.gateway, path, scope, receive, send)
         else:
             error = ClientError(f"{scope['path']} only accepts POST", code="method_not_allowed")
             error.status = 405
-            await error_response(error, {"allow": "POST"})(scope, receive, send)
+            response = path.dialect.error_response(error, {"allow": "POST"})
+            await response(scope, receive, send)
 
 
 def create_app(config: Config) -> SwitchyardApp:
@@ -71,6 +73,7 @@ def create_app(config: Config) -> SwitchyardApp:
         openapi_url="/openapi.json",
     )
     app.include_router(router)
+    app.include_router(count_tokens_router)
     app.include_router(dashboard_router)
     app.add_exception_handler(SwitchyardError, _on_switchyard_error)
     app.add_exception_handler(HTTPException, _on_http_exception)

@@ -145,10 +145,14 @@ class Exchange:
             return
 
         def observe() -> None:
+            # Each attempt is evidence about the model it asked for (a route's members may
+            # be asked for different ones).
             for attempt in record.attempts:
                 if attempt.outcome != "ok":
-                    recorder.failure(context, attempt.backend, attempt.outcome)
+                    model = attempt.model or None
+                    recorder.failure(context, attempt.backend, attempt.outcome, model=model)
             if served_by is not None and collect is not None:
+                served = record.served_attempt
                 recorder.response(
                     context,
                     served_by,
@@ -156,6 +160,7 @@ class Exchange:
                     error_code=error,
                     ttft_s=ttft_s,
                     decode_s=decode_s,
+                    model=served.model if served is not None and served.model else None,
                 )
 
         asyncio.get_running_loop().call_soon(recorder.guarded, observe)

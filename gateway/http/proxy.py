@@ -1,8 +1,10 @@
-"""The proxy path, forward: one OpenAI request from body to relayed response.
+"""The proxy path, forward: one request from body to relayed response.
 
 Ingress (auth, body, parse), decide (route and policy decision), dispatch (the ranked
 candidates, one lease at a time) and relay, in that order, all in this module; the way
-back (freeing the backend, learning, recording) is `Exchange`'s, in one place.
+back (freeing the backend, learning, recording) is `Exchange`'s, in one place. A path's
+`Dialect` reads its client's format into the OpenAI request routed here and shapes the
+answer and errors back (OpenAI's own changes nothing; `/v1/messages` is Anthropic's).
 
 Served straight from the ASGI entry point (no framework middleware on the hot path). Once
 the body is read, one watcher task waits for the client to disconnect and cancels the
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -24,24 +27,34 @@ from starlette.types import Receive, Scope, Send
 from gateway.config import RouteConfig
 from gateway.decisions import DecisionRecord
 from gateway.errors import PayloadTooLarge, SwitchyardError
+from gateway.http.anthropic_ingress.messages_dialect import MESSAGES
+from gateway.http.dialect import OPENAI, Dialect, Translation
 from gateway.http.exchange import Exchange
-from gateway.http.responses import error_response
+from gateway.http.model_rename import renamed_response, served_model, stream_renamer
 from gateway.http.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
-from gateway.http.wire import check_length, parse_body, traits_of, upstream_body
+from gateway.http.wire import UpstreamBodies, check_length, parse_body, traits_of
 from gateway.quality.collect import StreamCollector, collect_body
 from gateway.quality.passive import RequestContext, request_context
-from gateway.routing import RequestTraits
+from gateway.routing import RequestTraits, RoutePlan
 from gateway.service import Gateway
 from policies.snapshot import Endpoint
-from providers.base import UpstreamRequest
 from providers.usage import usage_from_body
 
 logger = logging.getLogger("switchyard")
 
-ROUTES: dict[str, Endpoint] = {
-    "/v1/chat/completions": "chat.completions",
-    "/v1/completions": "completions",
-    "/v1/embeddings": "embeddings",
+
+@dataclass(frozen=True, slots=True)
+class ProxyPath:
+    endpoint: Endpoint
+    """What the gateway routes and forwards, whatever the client's format."""
+    dialect: Dialect
+
+
+ROUTES: dict[str, ProxyPath] = {
+    "/v1/chat/completions": ProxyPath("chat.completions", OPENAI),
+    "/v1/completions": ProxyPath("completions", OPENAI),
+    "/v1/embeddings": ProxyPath("embeddings", OPENAI),
+    "/v1/messages": ProxyPath("chat.completions", MESSAGES),
 }
 _UPSTREAM_PATHS: dict[Endpoint, str] = {
     "chat.completions": "/chat/completions",
@@ -51,18 +64,19 @@ _UPSTREAM_PATHS: dict[Endpoint, str] = {
 
 
 async def serve_proxy(
-    gateway: Gateway, endpoint: Endpoint, scope: Scope, receive: Receive, send: Send
+    gateway: Gateway, path: ProxyPath, scope: Scope, receive: Receive, send: Send
 ) -> None:
     request = Request(scope, receive, send)
     started = time.monotonic()
+    dialect = path.dialect
     try:
-        key_id = gateway.authorize(request.headers.get("authorization"))
+        key_id = dialect.authorize(request.headers, gateway.authorize)
         raw = await read_body(request, gateway.config.server.max_body_bytes)
     except SwitchyardError as exc:
         gateway.telemetry.rejected(exc.code or exc.type)
-        await error_response(exc)(scope, receive, send)
+        await dialect.error_response(exc)(scope, receive, send)
         return
-    exchange = Exchange(gateway.telemetry.pipe, gateway.quality, started, key_id, endpoint)
+    exchange = Exchange(gateway.telemetry.pipe, gateway.quality, started, key_id, path.endpoint)
     task = asyncio.current_task()
     assert task is not None
     left = asyncio.Event()
@@ -75,10 +89,10 @@ async def serve_proxy(
     watcher = asyncio.ensure_future(watch())
     try:
         try:
-            response = await _respond(gateway, request, exchange, raw)
+            response = await _respond(gateway, request, exchange, dialect, raw)
         except Exception:
             logger.exception("unhandled error on POST %s", scope["path"])
-            response = error_response(SwitchyardError("internal error in the gateway"))
+            response = dialect.error_response(SwitchyardError("internal error in the gateway"))
         await response(scope, receive, send)
     except asyncio.CancelledError:
         if not left.is_set():
@@ -100,32 +114,36 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
     return b"".join(parts)
 
 
-async def _respond(gateway: Gateway, request: Request, exchange: Exchange, raw: bytes) -> Response:
+async def _respond(
+    gateway: Gateway, request: Request, exchange: Exchange, dialect: Dialect, raw: bytes
+) -> Response:
     endpoint = exchange.endpoint
     try:
-        body, head = parse_body(raw, endpoint)
+        translation = dialect.read(raw)
+        body, head = parse_body(translation.body, endpoint)
         route = gateway.router.route(head.model)
         traits = traits_of(endpoint, body, head, request.headers)
-        decision, work = gateway.router.decide(route, traits)
+        plan = gateway.router.plan(route, traits)
     except SwitchyardError as exc:
         gateway.telemetry.rejected(exc.code or exc.type)
-        return error_response(exc)
-    record = exchange.record = DecisionRecord(decision, work)
+        return dialect.error_response(exc)
+    decision = plan.first.decision
+    record = exchange.record = DecisionRecord(decision, plan.first.work)
     gateway.ring.add(record)
     exchange.route, exchange.stream = route.name, traits.stream
     if gateway.config.store.store_prompts:
         exchange.body = body
     exchange.quality = _quality_context(gateway, record, route, body, traits)
-    forwarded = upstream_body(raw, body, head.model, route.model)
-    upstream = UpstreamRequest(_UPSTREAM_PATHS[endpoint], forwarded, traits.stream)
+    path = _UPSTREAM_PATHS[endpoint]
+    upstream = UpstreamBodies(path, translation.body, body, head.model, traits.stream)
     headers = {"x-switchyard-decision": decision.id}
     try:
         if traits.stream:
-            return await _open_stream(gateway, exchange, upstream, headers)
-        return await _send(gateway, exchange, upstream, headers)
+            return await _open_stream(gateway, exchange, translation, plan, upstream, headers)
+        return await _send(gateway, exchange, translation, plan, upstream, headers)
     except SwitchyardError as exc:
         exchange.failed(exc.status, exc.code)
-        return error_response(exc, headers)
+        return dialect.error_response(exc, headers)
     except asyncio.CancelledError:
         if not exchange.finished:
             exchange.failed(499, "client_disconnected")
@@ -133,32 +151,51 @@ async def _respond(gateway: Gateway, request: Request, exchange: Exchange, raw: 
 
 
 async def _send(
-    gateway: Gateway, exchange: Exchange, upstream: UpstreamRequest, headers: dict[str, str]
+    gateway: Gateway,
+    exchange: Exchange,
+    translation: Translation,
+    plan: RoutePlan,
+    upstream: UpstreamBodies,
+    headers: dict[str, str],
 ) -> Response:
-    assert exchange.record is not None
+    record = exchange.record
+    assert record is not None
     deadline = gateway.dispatcher.deadline()
-    lease, response = await gateway.dispatcher.send(exchange.record, upstream, deadline)
+    lease, response = await gateway.dispatcher.send(record, plan, upstream.request_for, deadline)
+    response = renamed_response(response, exchange.route, served_model(record))
     exchange.lease = lease
     headers["x-switchyard-backend"] = lease.backend
+    # Shaped first: an answer the dialect cannot read fails the exchange instead.
+    reply = translation.respond(response, headers, record.work.prompt_tokens)
     usage = usage_from_body(response.body)
     exchange.answered(response.status, usage, partial(collect_body, response.body))
-    return Response(response.body, response.status, headers, response.content_type)
+    return reply
 
 
 async def _open_stream(
-    gateway: Gateway, exchange: Exchange, upstream: UpstreamRequest, headers: dict[str, str]
+    gateway: Gateway,
+    exchange: Exchange,
+    translation: Translation,
+    plan: RoutePlan,
+    upstream: UpstreamBodies,
+    headers: dict[str, str],
 ) -> Response:
-    assert exchange.record is not None
+    record = exchange.record
+    assert record is not None
     deadline = gateway.dispatcher.deadline()
-    lease, stream = await gateway.dispatcher.open_stream(exchange.record, upstream, deadline)
+    lease, stream = await gateway.dispatcher.open_stream(
+        record, plan, upstream.request_for, deadline
+    )
     exchange.lease = lease
     headers["x-switchyard-backend"] = lease.backend
     headers["cache-control"] = "no-cache"
     outcome = StreamOutcome(StreamCollector() if exchange.quality is not None else None)
     exchange.relayed = outcome
+    rename = stream_renamer(stream.content_type, exchange.route, served_model(record))
+    chunks = relay(stream, deadline, outcome, rename=rename)
     return RelayResponse(
-        relay(stream, deadline, outcome),
-        media_type=stream.content_type,
+        translation.relay(chunks, outcome, record.work.prompt_tokens),
+        media_type=translation.stream_media_type(stream.content_type),
         headers=headers,
         on_close=exchange.stream_closed,
     )

@@ -1,4 +1,5 @@
-"""Relaying a committed upstream stream to the client, byte for byte.
+"""Relaying a committed upstream stream to the client, byte for byte (but for the model
+field, when the backend was asked for another id than the route's name).
 
 A stream always ends with the backend's `data: [DONE]` or with an explicit error event
 from the gateway: never a silent truncation. A client that goes away cancels the upstream
@@ -16,6 +17,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.errors import SwitchyardError
+from gateway.http.model_rename import StreamRenamer
 from gateway.http.responses import error_event
 from gateway.quality.collect import StreamCollector
 from providers.base import UpstreamStream
@@ -36,6 +38,7 @@ class StreamOutcome:
         "first_chunk_at",
         "last_chunk_at",
         "status",
+        "tail",
         "tap",
     )
 
@@ -48,6 +51,16 @@ class StreamOutcome:
         self.tap = UsageTap()
         self.collector = collector
         """Keeps the stream's bytes (bounded) for the quality signals, parsed at the end."""
+        self.tail = b""
+        """The upstream stream's last bytes, to see how it ended."""
+
+    def observe(self, chunk: bytes) -> None:
+        """One upstream chunk, as the backend sent it, for the usage and quality taps."""
+        self.chunks += 1
+        self.tail = (self.tail + chunk)[-_TAIL_BYTES:]
+        self.tap.feed(chunk)
+        if self.collector is not None:
+            self.collector.feed(chunk)
 
 
 async def relay(
@@ -56,44 +69,45 @@ async def relay(
     outcome: StreamOutcome,
     *,
     clock: Callable[[], float] = time.monotonic,
+    rename: StreamRenamer | None = None,
 ) -> AsyncIterator[bytes]:
-    """Yield the upstream bytes; finish with an error event if the stream breaks."""
-    tail = b""
+    """Yield the upstream bytes (through `rename`, if given); finish with an error event if
+    the stream breaks."""
     try:
         outcome.first_chunk_at = outcome.last_chunk_at = clock()
-        outcome.chunks = 1
-        tail = stream.first_chunk[-_TAIL_BYTES:]
-        outcome.tap.feed(stream.first_chunk)
-        collector = outcome.collector
-        if collector is not None:
-            collector.feed(stream.first_chunk)
-        yield stream.first_chunk
+        outcome.observe(stream.first_chunk)
+        if out := _renamed(stream.first_chunk, rename):
+            yield out
         async for chunk in stream.rest():
-            outcome.chunks += 1
-            tail = (tail + chunk)[-_TAIL_BYTES:]
-            outcome.tap.feed(chunk)
-            if collector is not None:
-                collector.feed(chunk)
+            outcome.observe(chunk)
             outcome.last_chunk_at = now = clock()
-            yield chunk
+            if out := _renamed(chunk, rename):
+                yield out
             if now > deadline:
                 # The gateway's own deadline, not the backend's fault: its own code, which
                 # the quality signals do not count as an error of the backend.
                 raise UpstreamTimeout(
                     "request exceeded its total deadline mid-stream", code="request_deadline"
                 )
+        if rename is not None and (held := rename.flush()):
+            yield held
+        tail = outcome.tail
         is_sse = stream.content_type.startswith("text/event-stream")
         if is_sse and _DONE not in tail and not _ends_with_error_event(tail):
             raise UpstreamProtocolError("backend ended the stream without [DONE]")
     except SwitchyardError as exc:
         outcome.error = exc
         outcome.status = exc.code or "error"
-        yield error_event(exc)
+        yield (rename.flush() if rename is not None else b"") + error_event(exc)
     except asyncio.CancelledError:
         outcome.status = "cancelled"
         raise
     finally:
         await stream.aclose()
+
+
+def _renamed(chunk: bytes, rename: StreamRenamer | None) -> bytes:
+    return chunk if rename is None else rename.feed(chunk)
 
 
 def _ends_with_error_event(tail: bytes) -> bool:

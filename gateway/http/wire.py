@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.routing import RequestTraits
 from policies.snapshot import Endpoint
+from providers.base import UpstreamRequest
 
 
 class _Head(BaseModel):
@@ -112,14 +113,25 @@ def traits_of(
     )
 
 
-def upstream_body(
-    raw: bytes, body: dict[str, Any], client_model: str, upstream_model: str
-) -> bytes:
-    """The body to send: the client's bytes as they came, unless the model name must change."""
-    if client_model == upstream_model:
-        return raw
-    body["model"] = upstream_model
-    return orjson.dumps(body)
+class UpstreamBodies:
+    """The request to send for each upstream model id a request may ask for: the client's
+    bytes as they came for the model it named, else its body with `model` changed (made
+    once per model: a retry or a fallback to another member of the same model reuses it)."""
+
+    __slots__ = ("_body", "_made", "_path", "_stream")
+
+    def __init__(
+        self, path: str, raw: bytes, body: dict[str, Any], client_model: str, stream: bool
+    ) -> None:
+        self._path, self._body, self._stream = path, body, stream
+        self._made = {client_model: UpstreamRequest(path, raw, stream)}
+
+    def request_for(self, model: str) -> UpstreamRequest:
+        made = self._made.get(model)
+        if made is None:
+            forwarded = orjson.dumps({**self._body, "model": model})
+            made = self._made[model] = UpstreamRequest(self._path, forwarded, self._stream)
+        return made
 
 
 def slo_header(value: str | None, name: str) -> float | None:

@@ -68,6 +68,11 @@ class Fingerprinter:
     def __len__(self) -> int:
         return len(self._cache)
 
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter prompts are counted with (shared, so it stays calibrated)."""
+        return self._counter
+
     def chat(self, salt: str, messages: Sequence[Any], tools: Any = None) -> Fingerprint:
         parts: list[tuple[bytes | str, ...]] = []
         if tools:

@@ -14,7 +14,7 @@ T = TypeVar("T")
 class QualityViews(Mapping[str, QualityView]):
     """`snapshot.quality`: a profile without quality policies pays nothing for it."""
 
-    __slots__ = ("_backends", "_book", "_members", "_model", "_seen")
+    __slots__ = ("_backends", "_book", "_members", "_model", "_models", "_seen")
 
     def __init__(
         self,
@@ -22,12 +22,15 @@ class QualityViews(Mapping[str, QualityView]):
         backends: Sequence[str],
         model: str,
         members: Set[str],
+        models: Mapping[str, str] | None = None,
     ) -> None:
-        """`members`: `backends` as a set, kept by the caller (the router, per route)."""
+        """`members`: `backends` as a set, kept by the caller (the router, per route);
+        `models`: the backends asked for another model than `model`, with that model."""
         self._book = book
         self._backends = backends
         self._members = members
         self._model = model
+        self._models: Mapping[str, str] = models if models is not None else {}
         self._seen: dict[str, QualityView] = {}
 
     def __getitem__(self, name: str) -> QualityView:
@@ -49,7 +52,8 @@ class QualityViews(Mapping[str, QualityView]):
         if view is None:
             if name not in self._members:
                 return default
-            view = self._seen[name] = self._book.view(name, self._model)
+            model = self._models.get(name, self._model)
+            view = self._seen[name] = self._book.view(name, model)
         return view
 
     def __iter__(self) -> Iterator[str]:

@@ -101,9 +101,12 @@ class QualityRecorder:
             if self.failed & (self.failed - 1) == 0:  # 1st, 2nd, 4th, 8th, ... failure
                 logger.warning("quality observation failed (%d so far)", self.failed, exc_info=True)
 
-    def failure(self, context: RequestContext, backend: str, code: str) -> None:
+    def failure(
+        self, context: RequestContext, backend: str, code: str, *, model: str | None = None
+    ) -> None:
+        """A failed attempt; `model`: the one asked of `backend`, when not the context's."""
         outcome, kind = classify_failure(code)
-        self._record(Observation(backend, context.model, 0.0, outcome, error_kind=kind))
+        self._record(Observation(backend, model or context.model, 0.0, outcome, error_kind=kind))
 
     def response(
         self,
@@ -114,6 +117,7 @@ class QualityRecorder:
         error_code: str | None = None,
         ttft_s: float | None = None,
         decode_s: float | None = None,
+        model: str | None = None,
     ) -> None:
         outcome: Outcome = "ok"
         kind: str | None = None
@@ -125,7 +129,7 @@ class QualityRecorder:
         tpot_s = decode_s / (tokens - 1) if decode_s is not None and tokens and tokens > 1 else None
         observation = Observation(
             backend=backend,
-            model=context.model,
+            model=model or context.model,
             at=0.0,
             outcome=outcome,
             error_kind=kind,

@@ -50,7 +50,9 @@ class RequestRecord:
 
     @property
     def model(self) -> str:
-        return self.decision.decision.model
+        """The upstream model that served, else the route's model."""
+        served = self.decision.served_attempt
+        return served.model if served is not None and served.model else self.decision.decision.model
 
     @property
     def blamed_backend(self) -> str | None:
@@ -99,7 +101,7 @@ class RequestRecord:
     def predicted_cached_tokens(self) -> int:
         if self.backend is None:
             return 0
-        return self.decision.work.cached_tokens.get(self.backend, 0)
+        return self.decision.served_work.cached_tokens.get(self.backend, 0)
 
     @property
     def reported_cached(self) -> bool:

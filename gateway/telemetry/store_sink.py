@@ -48,7 +48,7 @@ class StoreSink:
             "decision_id": decision.id,
             "key_id": record.key_id,
             "route": record.route,
-            "model": decision.model,
+            "model": record.model,
             "endpoint": record.endpoint,
             "stream": record.stream,
             "backend": record.backend,

@@ -1,39 +1,39 @@
 """The OpenAI chat-completions request, as the Anthropic adapter accepts it.
 
 Parsed with pydantic so a malformed or untranslatable request fails with a message that
-names the field. Options the Messages API has no equivalent for are modelled with their
-OpenAI defaults: a request that leaves them at the default is served, one that asks for
+names the field. The parts every translating adapter reads alike are
+`providers/openai_chat_request.py`'s (re-exported here); the messages are strict, part by
+part. Options the Messages API has no equivalent for are modelled with their OpenAI
+defaults: a request that leaves them at the default is served, one that asks for
 something else is refused (`unsupported_options`), never silently answered differently.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from providers.openai_chat_request import ChatRequestBase, OpenAIWire, ToolChoiceMode
+from providers.openai_chat_request import FunctionCall as FunctionCall  # re-exported
+from providers.openai_chat_request import FunctionDefinition as FunctionDefinition
+from providers.openai_chat_request import ImageUrl as ImageUrl
+from providers.openai_chat_request import NamedFunction as NamedFunction
+from providers.openai_chat_request import StreamOptions as StreamOptions
+from providers.openai_chat_request import ToolCall as ToolCall
 
-class _Wire(BaseModel):
-    # Messages and parts tolerate fields they do not use (`name`, `detail`, ...): they do
-    # not change what the model is asked.
-    model_config = ConfigDict(extra="ignore", frozen=True)
 
-
-class TextPart(_Wire):
+class TextPart(OpenAIWire):
     type: Literal["text"]
     text: str
 
 
-class ImageUrl(_Wire):
-    url: str
-
-
-class ImagePart(_Wire):
+class ImagePart(OpenAIWire):
     type: Literal["image_url"]
     image_url: ImageUrl
 
 
-class RefusalPart(_Wire):
+class RefusalPart(OpenAIWire):
     type: Literal["refusal"]
     refusal: str
 
@@ -42,34 +42,23 @@ UserPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
 AssistantPart = Annotated[TextPart | RefusalPart, Field(discriminator="type")]
 
 
-class SystemMessage(_Wire):
+class SystemMessage(OpenAIWire):
     role: Literal["system", "developer"]
     content: str | list[TextPart]
 
 
-class UserMessage(_Wire):
+class UserMessage(OpenAIWire):
     role: Literal["user"]
     content: str | list[UserPart]
 
 
-class FunctionCall(_Wire):
-    name: str
-    arguments: str = ""
-
-
-class ToolCall(_Wire):
-    id: str
-    type: Literal["function"] = "function"
-    function: FunctionCall
-
-
-class AssistantMessage(_Wire):
+class AssistantMessage(OpenAIWire):
     role: Literal["assistant"]
     content: str | list[AssistantPart] | None = None
     tool_calls: list[ToolCall] = []
 
 
-class ToolMessage(_Wire):
+class ToolMessage(OpenAIWire):
     role: Literal["tool"]
     tool_call_id: str
     content: str | list[TextPart]
@@ -80,28 +69,14 @@ ChatMessage = Annotated[
 ]
 
 
-class FunctionDefinition(_Wire):
-    name: str
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-
-
-class FunctionTool(_Wire):
+class FunctionTool(OpenAIWire):
     type: Literal["function"]
     function: FunctionDefinition
 
 
-class NamedFunction(_Wire):
-    name: str
-
-
-class NamedToolChoice(_Wire):
+class NamedToolChoice(OpenAIWire):
     type: Literal["function"]
     function: NamedFunction
-
-
-class StreamOptions(_Wire):
-    include_usage: bool = False
 
 
 class ThinkingOption(BaseModel):
@@ -113,36 +88,26 @@ class ThinkingOption(BaseModel):
     budget_tokens: int | None = Field(None, ge=1)
 
 
-class ResponseFormat(_Wire):
+class ResponseFormat(OpenAIWire):
     type: str
 
 
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high"]
 
 
-class ChatRequest(BaseModel):
-    """The top level: unknown keys are kept (`model_extra`) so they can be refused by name."""
+class ChatRequest(ChatRequestBase[ChatMessage]):
+    """Unknown top-level keys are kept (`model_extra`) so they can be refused by name."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    model: str
-    messages: list[ChatMessage] = Field(min_length=1)
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = None
-    top_p: float | None = None
     top_k: int | None = None
-    stop: str | list[str] | None = None
     tools: list[FunctionTool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    tool_choice: ToolChoiceMode | NamedToolChoice | None = None
     parallel_tool_calls: bool | None = None
     reasoning_effort: ReasoningEffort | None = None
     thinking: ThinkingOption | None = None
     user: str | None = None
-    # Accepted and without effect: they ask nothing of the model's output.
-    seed: int | None = None
+    # Accepted and without effect: they ask nothing of the model's output (`seed` too).
     store: bool | None = None
     metadata: dict[str, str] | None = None
     service_tier: str | None = None
@@ -154,10 +119,6 @@ class ChatRequest(BaseModel):
     presence_penalty: float = 0.0
     logit_bias: dict[str, float] | None = None
     response_format: ResponseFormat | None = None
-
-    @property
-    def include_usage(self) -> bool:
-        return self.stream_options is not None and self.stream_options.include_usage
 
 
 def unsupported_options(request: ChatRequest) -> list[str]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-import orjson
-
 from providers.anthropic.chat_request import (
     AssistantMessage,
     ChatMessage,
@@ -116,11 +114,8 @@ def _assistant_blocks(message: AssistantMessage) -> list[ContentBlock]:
 
 
 def _tool_use(call: ToolCall) -> ToolUseBlock:
-    try:
-        arguments = orjson.loads(call.function.arguments or "{}")
-    except orjson.JSONDecodeError:
-        arguments = None
-    if not isinstance(arguments, dict):
+    arguments = call.function.arguments_object()
+    if arguments is None:
         raise UntranslatableRequest(
             f"tool call {call.id}: function.arguments must be a JSON object",
             param="tool_calls",

@@ -1,29 +1,24 @@
 """The one place where Anthropic's failures become the providers' error tree.
 
 HTTP statuses with their `{"type": "error", "error": {type, message}}` bodies, `error`
-events that arrive after a 200, transport failures, and requests this adapter cannot
-translate all end here as `UpstreamError`s with a status, an OpenAI type/code and whether
-the next candidate may help. The API key never appears in a message or a relayed body.
+events that arrive after a 200, and requests this adapter cannot translate all end here
+as `UpstreamError`s with a status, an OpenAI type/code and whether the next candidate may
+help; transport failures and Retry-After are the HTTP layer's (`providers/http_transport.py`).
+The API key never appears in a message or a relayed body.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from email.utils import parsedate_to_datetime
-from time import time
-
-import aiohttp
 import orjson
 from pydantic import ValidationError
 
 from providers.anthropic.messages_wire import ErrorBody, ErrorDetail
 from providers.errors import (
-    UpstreamConnectError,
+    UpstreamCredentialsRefused,
     UpstreamProtocolError,
     UpstreamStatusError,
-    UpstreamTimeout,
 )
+from providers.http_transport import retry_after_s as retry_after_s  # re-exported
 
 _MAX_MESSAGE_CHARS = 500
 
@@ -62,9 +57,10 @@ class ErrorMapper:
         )
 
     def status_error(
-        self, status: int, body: bytes, retry_after: str | None
+        self, status: int, body: bytes, retry_after_s: float | None
     ) -> UpstreamStatusError:
-        """An HTTP error answer: 429 and 5xx (529 "overloaded" too) are retryable."""
+        """An HTTP error answer (the HTTP layer's `status_error` hook): 429 and 5xx (529
+        "overloaded" too) are retryable."""
         detail = self._detail(body, status)
         if status in (401, 403):
             return self._credentials_refused(status, detail.type)
@@ -77,7 +73,7 @@ class ErrorMapper:
             backend=self.backend,
             upstream_status=status,
             upstream_body=relayed,
-            retry_after_s=retry_after_s(retry_after),
+            retry_after_s=retry_after_s,
         )
 
     def stream_error(self, error: ErrorDetail) -> UpstreamStatusError:
@@ -95,36 +91,12 @@ class ErrorMapper:
     def protocol_error(self, what: str) -> UpstreamProtocolError:
         return UpstreamProtocolError(f"backend {self.backend} {what}", backend=self.backend)
 
-    @contextmanager
-    def map_upstream_errors(self) -> Iterator[None]:
-        """Turn transport exceptions into the UpstreamError tree (providers/errors.py)."""
-        try:
-            yield
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            phase = "connect" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "response"
-            raise UpstreamTimeout(
-                f"backend {self.backend} timed out ({phase})", backend=self.backend
-            ) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise UpstreamConnectError(
-                f"cannot connect to backend {self.backend}: {type(exc).__name__}",
-                backend=self.backend,
-            ) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise self.protocol_error(f"broke the connection: {type(exc).__name__}") from None
-
-    def _credentials_refused(self, status: int, error_type: str) -> UpstreamStatusError:
-        # The gateway's own key was refused, not the client's: the client gets a 502 and
-        # none of the upstream body. Not retryable: the key is this deployment's
-        # configuration, and retrying cannot change it.
-        error = UpstreamStatusError(
-            f"backend {self.backend} refused the gateway's credentials "
-            f"(HTTP {status} {error_type})",
-            backend=self.backend,
-            upstream_status=status,
+    def _credentials_refused(self, status: int, error_type: str) -> UpstreamCredentialsRefused:
+        # The gateway's own key was refused, not the client's: a retryable 502 without
+        # the upstream body (see UpstreamCredentialsRefused).
+        return UpstreamCredentialsRefused(
+            backend=self.backend, upstream_status=status, reason=error_type
         )
-        error.status = 502
-        return error
 
     def _detail(self, body: bytes, status: int) -> ErrorDetail:
         try:
@@ -151,17 +123,3 @@ def _openai_error(message: str, error_type: str, code: str, param: str | None) -
     return orjson.dumps(
         {"error": {"message": message, "type": error_type, "param": param, "code": code}}
     )
-
-
-def retry_after_s(value: str | None) -> float | None:
-    """`Retry-After` in seconds: a number, or an HTTP date from now; None if absent or bad."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time())
-    except (TypeError, ValueError):
-        return None

@@ -2,8 +2,9 @@
 
 The host speaks OpenAI's wire format both ways; this adapter translates the request,
 POSTs it to `{base_url}/messages` and translates the answer back, whole or as a stream
-of OpenAI chunks ending in `data: [DONE]`. One pooled keep-alive aiohttp session per
-backend, as the OpenAI-compatible adapter keeps.
+of OpenAI chunks ending in `data: [DONE]`. The HTTP side is `providers/http_transport.py`'s
+(pooled session, deadlines, stall watchdog, transport errors, Retry-After); the headers,
+bodies, error statuses and what a health probe's status means are Anthropic's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
-import aiohttp
 import orjson
 from pydantic import ValidationError
 
@@ -22,13 +22,20 @@ from providers.anthropic.messages_wire import MessageOut
 from providers.anthropic.request_translation import TranslatedRequest, to_messages_request
 from providers.anthropic.response_translation import chat_completion_bytes
 from providers.anthropic.stream_translation import StreamTranslator
-from providers.base import Deadlines, HealthResult, UpstreamRequest, UpstreamResponse
-from providers.errors import UpstreamError, UpstreamTimeout
+from providers.base import (
+    Deadlines,
+    HealthResult,
+    UpstreamRequest,
+    UpstreamResponse,
+    UpstreamStream,
+    upstream_headers,
+)
+from providers.http_transport import CREDENTIAL_STATUSES, HttpTransport, credentials_refused
+from providers.openai_chat_request import CHAT_PATH as CHAT_PATH  # re-exported
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
+from providers.translated_stream import TranslatedStream
 
 ANTHROPIC_VERSION = "2023-06-01"
-CHAT_PATH = "/chat/completions"
-_MAX_ERROR_BODY_BYTES = 64 * 1024
 
 
 async def open_anthropic(settings: ProviderSettings) -> AnthropicProvider:
@@ -45,14 +52,10 @@ async def open_anthropic(settings: ProviderSettings) -> AnthropicProvider:
 
 
 def anthropic_headers(api_key: str | None) -> dict[str, str]:
-    headers = {
-        "content-type": "application/json",
-        "accept-encoding": "identity",
-        "anthropic-version": ANTHROPIC_VERSION,
-    }
+    extra = {"anthropic-version": ANTHROPIC_VERSION}
     if api_key:
-        headers["x-api-key"] = api_key
-    return headers
+        extra["x-api-key"] = api_key
+    return upstream_headers(None, extra)
 
 
 class AnthropicProvider:
@@ -69,92 +72,54 @@ class AnthropicProvider:
         """`clock` gives the `created` timestamp of the responses it translates."""
         self.name = name
         self.base_url = base_url.rstrip("/")
-        self._headers = anthropic_headers(api_key)
         self._errors = ErrorMapper(name, api_key)
-        self._max_connections = max_connections
-        self._idle_keepalive_s = idle_keepalive_s
         self._clock = clock
-        self._session: aiohttp.ClientSession | None = None
+        # A redirect is an error too: the adapter must read the answer, and cannot read one.
+        self._http = HttpTransport(
+            name,
+            anthropic_headers(api_key),
+            self._errors.status_error,
+            secret=api_key,
+            max_connections=max_connections,
+            idle_keepalive_s=idle_keepalive_s,
+            error_from_status=300,
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(name={self.name!r}, base_url={self.base_url!r})"
 
-    @property
-    def session(self) -> aiohttp.ClientSession:
-        # Created lazily: a session binds to the running loop.
-        if self._session is None:
-            connector = aiohttp.TCPConnector(
-                limit=self._max_connections,
-                limit_per_host=0,
-                keepalive_timeout=self._idle_keepalive_s,
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, raise_for_status=False
-            )
-        return self._session
-
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
         translated = self._translate(request, stream=False)
-        with self._errors.map_upstream_errors():
-            async with asyncio.timeout(deadlines.first_byte_s):
-                response = await self._post(translated, deadlines)
-                try:
-                    await self._raise_for_status(response)
-                    body = await response.read()
-                except BaseException:
-                    response.close()
-                    raise
-        response.release()
+        response = await self._http.send(self._messages_url, _body(translated), deadlines)
         try:
-            message = MessageOut.model_validate_json(body)
+            message = MessageOut.model_validate_json(response.body)
         except ValidationError:
             raise self._errors.protocol_error("answered with an unreadable message") from None
         completion = chat_completion_bytes(message, created=int(self._clock()))
-        return UpstreamResponse(200, "application/json", completion)
+        return UpstreamResponse(200, "application/json", completion, response.rate_limit)
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> AnthropicStream:
         translated = self._translate(request, stream=True)
         translator = StreamTranslator(
             self._errors, include_usage=translated.include_usage, created=int(self._clock())
         )
-        with self._errors.map_upstream_errors():
+        # The first-byte deadline runs until the first translated chunk, which is when the
+        # stream commits the backend.
+        with self._http.map_upstream_errors():
             async with asyncio.timeout(deadlines.first_byte_s):
-                response = await self._post(translated, deadlines)
-                try:
-                    await self._raise_for_status(response)
-                    first = await self._first_chunk(response, translator)
-                except BaseException:
-                    response.close()
-                    raise
-        return AnthropicStream(
-            self._errors, response, translator, first, deadlines.between_chunks_s
-        )
+                raw = await self._http.open_stream(self._messages_url, _body(translated), deadlines)
+                return await AnthropicStream(self._errors, raw, translator).opened()
 
     async def health(self, timeout_s: float) -> HealthResult:
         """Listing one model: cheap, and it checks the key as well as the address."""
-        try:
-            with self._errors.map_upstream_errors():
-                async with (
-                    asyncio.timeout(timeout_s),
-                    self.session.get(
-                        self.base_url + "/models",
-                        params={"limit": "1"},
-                        headers=self._headers,
-                        timeout=aiohttp.ClientTimeout(total=timeout_s),
-                        allow_redirects=False,
-                    ) as response,
-                ):
-                    status = response.status
-        except UpstreamError as exc:
-            return HealthResult(False, f"probe failed: {exc.message}")
-        if status != 200:
-            return HealthResult(False, f"probe got HTTP {status}")
-        return HealthResult(True, "probe ok (HTTP 200)")
+        return await self._http.probe(self.base_url + "/models?limit=1", timeout_s, _health_of)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        await self._http.close()
+
+    @property
+    def _messages_url(self) -> str:
+        return self.base_url + "/messages"
 
     def _translate(self, request: UpstreamRequest, *, stream: bool) -> TranslatedRequest:
         if request.path != CHAT_PATH:
@@ -166,85 +131,50 @@ class AnthropicProvider:
         except UntranslatableRequest as exc:
             raise self._errors.invalid_request(exc.message, param=exc.param) from None
 
-    async def _post(
-        self, translated: TranslatedRequest, deadlines: Deadlines
-    ) -> aiohttp.ClientResponse:
-        # No socket read timeout: the first byte is bounded by the caller, the gaps in a
-        # stream by AnthropicStream.
-        return await self.session.post(
-            self.base_url + "/messages",
-            data=orjson.dumps(translated.body),
-            headers=self._headers,
-            timeout=aiohttp.ClientTimeout(sock_connect=deadlines.connect_s),
-            allow_redirects=False,
-        )
 
-    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
-        if response.status < 300:
-            return
-        body = await response.content.read(_MAX_ERROR_BODY_BYTES)
-        raise self._errors.status_error(response.status, body, response.headers.get("retry-after"))
-
-    async def _first_chunk(
-        self, response: aiohttp.ClientResponse, translator: StreamTranslator
-    ) -> bytes:
-        # The stream commits the backend only once there is something to relay: an
-        # `error` event before that (an overload, say) lets the next candidate answer.
-        while True:
-            data = await response.content.readany()
-            if not data:
-                raise self._errors.protocol_error("closed the stream before sending data")
-            translated = translator.feed(data)
-            if translated:
-                # Nothing is relayed yet: an error right behind the first events still
-                # fails the attempt.
-                translator.raise_failure()
-                return translated
+def _body(translated: TranslatedRequest) -> bytes:
+    return orjson.dumps(translated.body)
 
 
-class AnthropicStream:
-    """An Anthropic stream past its first event, read as OpenAI chunk bytes."""
+def _health_of(status: int) -> HealthResult:
+    if status in CREDENTIAL_STATUSES:
+        return credentials_refused(status)
+    if status != 200:
+        return HealthResult(False, f"probe got HTTP {status}")
+    return HealthResult(True, "probe ok (HTTP 200)")
 
-    content_type = "text/event-stream"
+
+class AnthropicStream(TranslatedStream):
+    """An Anthropic stream read as OpenAI chunk bytes, over the raw stream under it."""
 
     def __init__(
-        self,
-        errors: ErrorMapper,
-        response: aiohttp.ClientResponse,
-        translator: StreamTranslator,
-        first_chunk: bytes,
-        gap_s: float,
+        self, errors: ErrorMapper, raw: UpstreamStream, translator: StreamTranslator
     ) -> None:
+        super().__init__(raw)
         self._errors = errors
-        self._response = response
         self._translator = translator
-        self._gap_s = gap_s
-        self.first_chunk = first_chunk
+
+    async def start(self) -> None:
+        # An `error` event before the first chunk (an overload, say) fails the attempt and
+        # lets the next candidate answer, even one right behind the first events.
+        translated = self._translator.feed(self._raw.first_chunk)
+        while not translated:
+            data = await anext(self._raw_rest, None)
+            if data is None:
+                raise self._errors.protocol_error("closed the stream before sending data")
+            translated = self._translator.feed(data)
+        self._translator.raise_failure()
+        self.first_chunk = translated
 
     async def rest(self) -> AsyncIterator[bytes]:
-        errors = self._errors
-        content = self._response.content
-        with errors.map_upstream_errors():
-            while not self._translator.finished:
-                try:
-                    async with asyncio.timeout(self._gap_s):
-                        data = await content.readany()
-                except TimeoutError:
-                    raise UpstreamTimeout(
-                        f"backend {errors.backend} stalled for {self._gap_s:g}s mid-stream",
-                        backend=errors.backend,
-                    ) from None
-                if not data:
-                    raise errors.protocol_error("ended the stream before message_stop")
-                translated = self._translator.feed(data)
-                if translated:
-                    yield translated
-                self._translator.raise_failure()
-
-    async def aclose(self) -> None:
-        # Closing (not releasing) drops the connection, which is what stops an
-        # unfinished generation upstream.
-        if self._response.content.at_eof():
-            self._response.release()
-        else:
-            self._response.close()
+        translator = self._translator
+        if translator.finished:
+            return
+        async for data in self._raw_rest:
+            translated = translator.feed(data)
+            if translated:
+                yield translated
+            translator.raise_failure()
+            if translator.finished:
+                return
+        raise self._errors.protocol_error("ended the stream before message_stop")

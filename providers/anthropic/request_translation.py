@@ -87,7 +87,7 @@ def _thinking_budget(request: ChatRequest) -> int | None:
 
 
 def _max_tokens(request: ChatRequest, thinking_budget: int | None) -> int:
-    limit = request.max_completion_tokens or request.max_tokens
+    limit = request.output_limit
     if limit is not None:
         return limit
     # OpenAI counts reasoning within the completion's limit; with none given, thinking
@@ -115,7 +115,7 @@ def _add_sampling(body: MessagesRequest, request: ChatRequest) -> None:
         body["top_p"] = request.top_p
     if request.top_k is not None:
         body["top_k"] = request.top_k
-    stop = [request.stop] if isinstance(request.stop, str) else request.stop or []
+    stop = request.stop_sequences
     if stop:
         body["stop_sequences"] = stop
     if request.user:

@@ -13,7 +13,12 @@ from typing import Any
 
 import orjson
 
-from providers.errors import UpstreamError, UpstreamProtocolError, UpstreamStatusError
+from providers.errors import (
+    UpstreamCredentialsRefused,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+)
 
 _RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 _ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
@@ -82,7 +87,10 @@ class GeminiErrors:
         name = str(detail.get("status") or "")
         label = f"{http_status} {name}".strip()
         if http_status in (401, 403) or name in _CREDENTIAL_STATUSES or _bad_key(detail):
-            return self._credentials_refused(label)
+            # Never the client's fault, never relayed: see UpstreamCredentialsRefused.
+            return UpstreamCredentialsRefused(
+                backend=self._backend, upstream_status=http_status, reason=name or None
+            )
         message = self._scrub(str(detail.get("message") or ""))[:_MAX_MESSAGE_CHARS]
         if http_status == 429 or name == "RESOURCE_EXHAUSTED":
             http_status = 429
@@ -95,17 +103,6 @@ class GeminiErrors:
             upstream_body=_openai_error_body(http_status, name, message),
             retry_after_s=retry_after_s,
         )
-
-    def _credentials_refused(self, label: str) -> UpstreamStatusError:
-        # Never the client's fault, and the body is never relayed: reported as a bad
-        # gateway, and not retried, since every request to this backend would fail alike.
-        error = UpstreamStatusError(
-            f"backend {self._backend} rejected the gateway's credentials ({label})",
-            backend=self._backend,
-            upstream_status=502,
-        )
-        error.retryable = False
-        return error
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._api_key, "[redacted]") if self._api_key else text

@@ -36,13 +36,12 @@ def generation_config(request: ChatRequest) -> dict[str, Any]:
     """Gemini's `generationConfig`; empty when the request sets none of it."""
     if request.n is not None and request.n != 1:
         raise UnsupportedRequest("Gemini returns one choice per request: n must be 1", param="n")
-    stop = [request.stop] if isinstance(request.stop, str) else request.stop
     config: dict[str, Any] = {
         "candidateCount": request.n,
-        "maxOutputTokens": request.max_completion_tokens or request.max_tokens,
+        "maxOutputTokens": request.output_limit,
         "temperature": request.temperature,
         "topP": request.top_p,
-        "stopSequences": stop or None,
+        "stopSequences": request.stop_sequences or None,
         "seed": request.seed,
         "presencePenalty": request.presence_penalty,
         "frequencyPenalty": request.frequency_penalty,

@@ -3,34 +3,35 @@
 Lenient on purpose (`extra="ignore"`): clients send fields Gemini has no use for (`user`,
 `metadata`, `store`, ...) and the gateway relays them; refusing those would refuse
 ordinary traffic. Fields that would change the answer and cannot be honoured are refused
-by the translation instead, by name.
+by the translation instead, by name. The parts every translating adapter reads alike are
+`providers/openai_chat_request.py`'s (re-exported here).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from providers.openai_chat_request import ChatRequestBase, OpenAIWire, ToolChoiceMode
+from providers.openai_chat_request import FunctionCall as FunctionCall  # re-exported
+from providers.openai_chat_request import FunctionDefinition as FunctionDefinition
+from providers.openai_chat_request import ImageUrl as ImageUrl
+from providers.openai_chat_request import NamedFunction as NamedFunction
+from providers.openai_chat_request import StreamOptions as StreamOptions
+from providers.openai_chat_request import ToolCall as _OpenAIToolCall
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-
-class ImageUrl(_Wire):
-    url: str
-
-
-class InputAudio(_Wire):
+class InputAudio(OpenAIWire):
     data: str
     format: str
 
 
-class FileInput(_Wire):
+class FileInput(OpenAIWire):
     file_data: str | None = None
 
 
-class ContentPart(_Wire):
+class ContentPart(OpenAIWire):
     type: str
     text: str | None = None
     refusal: str | None = None
@@ -39,20 +40,12 @@ class ContentPart(_Wire):
     file: FileInput | None = None
 
 
-class FunctionCall(_Wire):
-    name: str
-    arguments: str = "{}"
-
-
-class ToolCall(_Wire):
-    id: str
-    type: Literal["function"] = "function"
-    function: FunctionCall
+class ToolCall(_OpenAIToolCall):
     extra_content: dict[str, Any] | None = None
     """Where a Gemini thought signature rides with a tool call (Google's own convention)."""
 
 
-class Message(_Wire):
+class Message(OpenAIWire):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[ContentPart] | None = None
     name: str | None = None
@@ -60,59 +53,32 @@ class Message(_Wire):
     tool_call_id: str | None = None
 
 
-class FunctionDefinition(_Wire):
-    name: str
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-
-
-class Tool(_Wire):
+class Tool(OpenAIWire):
     type: str = "function"
     function: FunctionDefinition | None = None
 
 
-class NamedFunction(_Wire):
-    name: str
-
-
-class NamedToolChoice(_Wire):
+class NamedToolChoice(OpenAIWire):
     type: Literal["function"] = "function"
     function: NamedFunction
 
 
-class StreamOptions(_Wire):
-    include_usage: bool = False
-
-
-class JsonSchemaFormat(_Wire):
+class JsonSchemaFormat(OpenAIWire):
     name: str | None = None
     json_schema: dict[str, Any] | None = Field(None, alias="schema")
 
 
-class ResponseFormat(_Wire):
+class ResponseFormat(OpenAIWire):
     type: Literal["text", "json_object", "json_schema"]
     json_schema: JsonSchemaFormat | None = None
 
 
-class ChatRequest(_Wire):
+class ChatRequest(ChatRequestBase[Message]):
     model: str = Field(min_length=1)
-    messages: list[Message] = Field(min_length=1)
-    stream: bool = False
-    stream_options: StreamOptions | None = None
-    max_tokens: int | None = Field(None, ge=1)
-    max_completion_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = None
-    top_p: float | None = None
-    stop: str | list[str] | None = None
     n: int | None = None
-    seed: int | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
     tools: list[Tool] | None = None
-    tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
+    tool_choice: ToolChoiceMode | NamedToolChoice | None = None
     reasoning_effort: str | None = None
     response_format: ResponseFormat | None = None
-
-    @property
-    def include_usage(self) -> bool:
-        return self.stream_options is not None and self.stream_options.include_usage

@@ -2,14 +2,13 @@
 
 Requests go to `models/{model}:generateContent` and `:streamGenerateContent?alt=sse`
 with the key in the `x-goog-api-key` header (never in the URL, where logs and error
-messages would carry it). The HTTP side is the OpenAI-compatible adapter's: its pooled
+messages would carry it). The HTTP side is `providers/http_transport.py`'s: its pooled
 session, deadlines, stall watchdog and transport-error mapping; only the URLs, headers,
 bodies and the reading of error statuses are Gemini's.
 """
 
 from __future__ import annotations
 
-import aiohttp
 import orjson
 
 from providers.base import (
@@ -19,16 +18,15 @@ from providers.base import (
     UpstreamResponse,
     upstream_headers,
 )
-from providers.errors import UpstreamError
 from providers.gemini.errors import GeminiErrors, UnsupportedRequest
 from providers.gemini.request import GeminiCall, model_path, translate_request
 from providers.gemini.response import chat_completion, decode_response
 from providers.gemini.stream import GeminiStream, StreamTranslator
-from providers.openai_compatible import OpenAICompatibleProvider
+from providers.http_transport import HttpTransport, credentials_refused
+from providers.openai_chat_request import CHAT_PATH
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
-_CHAT_PATH = "/chat/completions"
 
 
 async def open_gemini(settings: ProviderSettings) -> GeminiProvider:
@@ -55,26 +53,21 @@ class GeminiProvider:
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
     ) -> None:
         self.name = name
+        self.base_url = base_url.rstrip("/")
         self._models = models
         self._errors = GeminiErrors(name, api_key)
-        self._headers = upstream_headers(None, {"x-goog-api-key": api_key} if api_key else None)
-        self._http = OpenAICompatibleProvider(
+        self._http = HttpTransport(
             name,
-            base_url,
-            api_key,
+            upstream_headers(None, {"x-goog-api-key": api_key} if api_key else None),
+            self._errors.for_status,
+            secret=api_key,
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
-            headers=self._headers,
-            status_error=self._errors.for_status,
         )
-
-    @property
-    def base_url(self) -> str:
-        return self._http.base_url
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
         call = self._translate(request)
-        response = await self._http.send(call.generate(), deadlines)
+        response = await self._http.send(self._url(call.generate()), call.body, deadlines)
         if response.status != 200:
             raise self._errors.malformed(f"HTTP {response.status} instead of an answer")
         try:
@@ -82,45 +75,32 @@ class GeminiProvider:
         except ValueError:
             raise self._errors.malformed("an unreadable answer") from None
         completion = orjson.dumps(chat_completion(answer, call.model))
-        return UpstreamResponse(200, "application/json", completion)
+        return UpstreamResponse(200, "application/json", completion, response.rate_limit)
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> GeminiStream:
         call = self._translate(request)
-        raw = await self._http.open_stream(call.stream(), deadlines)
-        stream = GeminiStream(raw, StreamTranslator(call.model, call.include_usage, self._errors))
-        try:
-            await stream.start()
-        except BaseException:
-            await stream.aclose()
-            raise
-        return stream
+        raw = await self._http.open_stream(self._url(call.stream()), call.body, deadlines)
+        translator = StreamTranslator(call.model, call.include_usage, self._errors)
+        return await GeminiStream(raw, translator).opened()
 
     async def health(self, timeout_s: float) -> HealthResult:
         """GET the first model's description (or the model list): checks the key too."""
         path = f"/{model_path(self._models[0])}" if self._models else "/models"
-        try:
-            with self._http.map_upstream_errors():
-                async with self._http.session.get(
-                    self.base_url + path,
-                    headers=self._headers,
-                    timeout=aiohttp.ClientTimeout(total=timeout_s),
-                    allow_redirects=False,
-                ) as response:
-                    status = response.status
-        except UpstreamError as exc:
-            return HealthResult(False, f"probe failed: {exc.message}")
-        return _health_of(status)
+        return await self._http.probe(self.base_url + path, timeout_s, _health_of)
 
     async def close(self) -> None:
         await self._http.close()
 
     def _translate(self, request: UpstreamRequest) -> GeminiCall:
-        if request.path != _CHAT_PATH:
+        if request.path != CHAT_PATH:
             raise UnsupportedRequest(
-                f"backend {self.name} (Gemini) serves only {_CHAT_PATH}, not {request.path}",
+                f"backend {self.name} (Gemini) serves only {CHAT_PATH}, not {request.path}",
                 code="unsupported_endpoint",
             )
         return translate_request(request.body)
+
+    def _url(self, upstream: UpstreamRequest) -> str:
+        return self.base_url + upstream.path
 
 
 def _health_of(status: int) -> HealthResult:
@@ -130,7 +110,8 @@ def _health_of(status: int) -> HealthResult:
         # Rate limited is up: the 429s themselves cool the backend down per request.
         return HealthResult(True, "probe rate limited (HTTP 429)")
     if status in (400, 401, 403):
-        return HealthResult(False, f"probe refused the gateway's credentials (HTTP {status})")
+        # A bad key is a 400 from Gemini (API_KEY_INVALID), and a probe asks nothing else.
+        return credentials_refused(status)
     if status == 404:
         return HealthResult(False, "probe found no such model (HTTP 404)")
     return HealthResult(False, f"probe got HTTP {status}")

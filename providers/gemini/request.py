@@ -163,11 +163,8 @@ def _model_parts(message: Message, sign_calls: bool) -> list[dict[str, Any]]:
 
 
 def _arguments(call: ToolCall) -> dict[str, Any]:
-    try:
-        args = orjson.loads(call.function.arguments or "{}")
-    except orjson.JSONDecodeError:
-        args = None
-    if not isinstance(args, dict):
+    args = call.function.arguments_object()
+    if args is None:
         raise UnsupportedRequest(
             f"tool call {call.id}: arguments must be a JSON object for Gemini",
             param="messages",

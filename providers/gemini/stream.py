@@ -9,7 +9,7 @@ ends with an error event rather than a silent truncation.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from time import time
 from typing import Any
 
@@ -20,6 +20,7 @@ from providers.base import UpstreamStream
 from providers.gemini.errors import GeminiErrors
 from providers.gemini.gemini_wire import GenerateContentResponse, UsageMetadata
 from providers.gemini.response import completion_id, finish_reason, openai_usage, part_delta
+from providers.translated_stream import TranslatedStream
 
 DONE = b"data: [DONE]\n\n"
 
@@ -123,20 +124,15 @@ class StreamTranslator:
         return b"data: " + orjson.dumps(chunk) + b"\n\n"
 
 
-class GeminiStream:
+class GeminiStream(TranslatedStream):
     """An UpstreamStream of OpenAI chunks over the raw Gemini stream under it."""
 
-    content_type = "text/event-stream"
-
     def __init__(self, raw: UpstreamStream, translator: StreamTranslator) -> None:
-        self._raw = raw
-        self._raw_rest = raw.rest()
+        super().__init__(raw)
         self._translator = translator
         self._ended = False
-        self.first_chunk = b""
 
     async def start(self) -> None:
-        """Read until there is a chunk to give: the point where the backend is committed."""
         out = self._translator.feed(self._raw.first_chunk)
         while not out:
             raw = await anext(self._raw_rest, None)
@@ -156,9 +152,3 @@ class GeminiStream:
                 yield out
         self._ended = True
         yield self._translator.end()
-
-    async def aclose(self) -> None:
-        # The raw reader holds a stall timer until it is closed.
-        if isinstance(self._raw_rest, AsyncGenerator):
-            await self._raw_rest.aclose()
-        await self._raw.aclose()

@@ -54,7 +54,7 @@ def test_percentiles_are_ordered_and_parts_fit_in_the_whole(
         assert row[part]["p50"] <= row[part]["p99"] <= row[part]["max"]
         assert row[part]["p50"] <= total["p50"] and row[part]["max"] <= total["max"]
     # Every plugin of the bundled profile is timed, under the name the profile gives it.
-    assert set(row["plugins_us_p50"]) >= {"kv-cost", "bounded-prefill", "prefix-cache-scorer"}
+    assert set(row["plugins_us_p50"]) >= {"kv-cost", "sla-filter", "prefix-cache-scorer"}
 
 
 def test_prompts_have_the_requested_size(report: dict[str, Any]) -> None:

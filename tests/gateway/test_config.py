@@ -11,6 +11,7 @@ import pytest
 
 from gateway.cli import embedded_config_path
 from gateway.config import Config, ConfigError, load_config, parse_config
+from gateway.route_config import fallback_chain
 from gateway.service import start_gateway
 from policies import PolicyConfigError, PolicyParams, Score, build_pipelines
 from policies.base import Role
@@ -124,7 +125,7 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         lambda c: c["backends"][1].update(kind="tpu"),
         [
             "backends.1.kind: Input should be 'openai-compatible', 'vllm', 'sglang', "
-            "'llama-cpp', 'ollama', 'openai' or 'emulated'"
+            "'llama-cpp', 'ollama', 'openai', 'emulated', 'anthropic', 'gemini' or 'azure-openai'"
         ],
     ),
     (
@@ -185,6 +186,77 @@ CASES: list[tuple[str, Edit, list[str]]] = [
             "routes.0.backends.0: backend 'a' does not serve model 'other-model'",
             "routes.0.backends.1: backend 'b' does not serve model 'other-model'",
         ],
+    ),
+    (
+        "route-member-unknown-backend",
+        lambda c: c["routes"][0]["backends"].append({"backend": "ghost", "model": "x"}),
+        ["routes.0.backends.2.backend: unknown backend 'ghost'"],
+    ),
+    (
+        "route-member-wrong-model",
+        lambda c: c["routes"][0]["backends"].__setitem__(1, {"backend": "b", "model": "other"}),
+        ["routes.0.backends.1.model: backend 'b' does not serve model 'other'"],
+    ),
+    (
+        "route-member-default-model",
+        lambda c: c["routes"][0].update(model="other", backends=["a", {"backend": "b"}]),
+        [
+            "routes.0.backends.0: backend 'a' does not serve model 'other'",
+            "routes.0.backends.1: backend 'b' does not serve model 'other'",
+        ],
+    ),
+    (
+        "route-member-twice",
+        lambda c: c["routes"][0]["backends"].append({"backend": "a"}),
+        ["routes.0.backends.2: backend 'a' appears twice in this route"],
+    ),
+    (
+        "route-member-extra",
+        lambda c: c["routes"][0]["backends"].__setitem__(0, {"backend": "a", "modle": "x"}),
+        ["routes.0.backends.0.modle: Extra inputs are not permitted"],
+    ),
+    (
+        "route-member-no-backend",
+        lambda c: c["routes"][0]["backends"].__setitem__(0, {"model": "emulated-model"}),
+        ["routes.0.backends.0.backend: Field required"],
+    ),
+    (
+        "route-member-shape",
+        lambda c: c["routes"][0]["backends"].__setitem__(0, 7),
+        ["routes.0.backends.0: Input should be a backend name or a mapping with `backend`"],
+    ),
+    (
+        "route-member-window",
+        lambda c: c["routes"][0]["backends"].__setitem__(
+            0, {"backend": "a", "context_window_tokens": 0}
+        ),
+        ["routes.0.backends.0.context_window_tokens: Input should be greater than or equal to 1"],
+    ),
+    (
+        "backend-window",
+        lambda c: c["backends"][0].update(context_window_tokens=-5),
+        ["backends.0.context_window_tokens: Input should be greater than or equal to 1"],
+    ),
+    (
+        "fallback-unknown",
+        lambda c: c["routes"][0].update(fallbacks=["nowhere"]),
+        ["routes.0.fallbacks.0: unknown route 'nowhere'"],
+    ),
+    (
+        "fallback-to-itself",
+        lambda c: c["routes"][0].update(fallbacks=["default"]),
+        ["routes.0.fallbacks.0: fallback cycle default → default"],
+    ),
+    (
+        "fallback-cycle",
+        lambda c: c["routes"].extend(
+            [
+                {"name": "x", "model": "emulated-model", "backends": ["a"], "fallbacks": ["y"]},
+                {"name": "y", "model": "emulated-model", "backends": ["b"], "fallbacks": ["z"]},
+                {"name": "z", "model": "emulated-model", "backends": ["b"], "fallbacks": ["x"]},
+            ]
+        ),
+        ["routes.3.fallbacks.0: fallback cycle x → y → z → x"],
     ),
     (
         "route-unknown-profile",
@@ -391,6 +463,7 @@ def test_embedded_config_loads_and_builds() -> None:
     assert [f.name for f in balanced.filters] == [
         "model-match-filter",
         "healthy-filter",
+        "context-window-filter",
         "quality-filter",
         "capacity-filter",
     ]
@@ -413,6 +486,51 @@ def test_deployment_example_loads_and_builds() -> None:
     pipelines = build_pipelines(config.policies, config.profiles)
     assert set(pipelines) == {"balanced", "exploring"}
     assert pipelines["exploring"].picker.name == "explore"
+    own, pooled, _ = config.routes
+    assert own.fallbacks == ["llama-3.1-8b-cloud"]
+    assert pooled.model_for("cloud") == "llama-3.1-8b-instruct"
+    assert pooled.model_for("gpu-a") == own.model
+
+
+def test_route_members_resolve_their_model_and_window() -> None:
+    config = base()
+    config["routes"][0]["backends"] = [
+        "a",
+        {"backend": "b", "model": "b-name", "context_window_tokens": 4096},
+    ]
+    config["backends"][1]["models"] = ["b-name"]
+    route = parse_config(config).routes[0]
+    assert route.backends[0] == "a", "a plain name stays as written"
+    assert [(m.backend, m.model, m.context_window_tokens) for m in route.members] == [
+        ("a", "emulated-model", None),
+        ("b", "b-name", 4096),
+    ]
+    assert route.backend_names == ("a", "b")
+    assert dict(route.upstream_models) == {"a": "emulated-model", "b": "b-name"}
+
+
+@pytest.mark.parametrize(
+    ("fallbacks", "expected"),
+    [
+        ({}, ["r0"]),
+        ({"r0": ["r1", "r2"]}, ["r0", "r1", "r2"]),
+        # Depth first: a fallback's own fallbacks come before the next one.
+        ({"r0": ["r1", "r3"], "r1": ["r2"]}, ["r0", "r1", "r2", "r3"]),
+        # A route reached twice is tried once.
+        ({"r0": ["r1", "r2"], "r1": ["r2"]}, ["r0", "r1", "r2"]),
+    ],
+    ids=["none", "in-order", "depth-first", "once"],
+)
+def test_fallback_chain_order(fallbacks: dict[str, list[str]], expected: list[str]) -> None:
+    config = base()
+    config["routes"] = [
+        {"name": f"r{i}", "model": "emulated-model", "backends": ["a"], "fallbacks": []}
+        for i in range(4)
+    ]
+    for name, targets in fallbacks.items():
+        config["routes"][int(name[1:])]["fallbacks"] = targets
+    routes = {route.name: route for route in parse_config(config).routes}
+    assert list(fallback_chain(routes["r0"], routes)) == expected
 
 
 def backend_timeouts(**overrides: float) -> dict[str, float]:

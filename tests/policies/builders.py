@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from policies import BackendView, RequestInfo, Snapshot
-from policies.snapshot import QualityView
+from policies.snapshot import Endpoint, QualityView
 
 
 def backend(
@@ -24,6 +24,7 @@ def backend(
     engine_running: int | None = None,
     engine_waiting: int | None = None,
     engine_kv_usage: float | None = None,
+    context_window_tokens: int | None = None,
 ) -> BackendView:
     return BackendView(
         name=name,
@@ -41,6 +42,7 @@ def backend(
         engine_running=engine_running,
         engine_waiting=engine_waiting,
         engine_kv_usage=engine_kv_usage,
+        context_window_tokens=context_window_tokens,
     )
 
 
@@ -62,11 +64,13 @@ def snapshot(
     tpot_slo_ms: float | None = None,
     cached_tokens: Mapping[str, int] | None = None,
     quality: Mapping[str, QualityView] | None = None,
+    endpoint: Endpoint = "chat.completions",
+    member_models: Mapping[str, str] | None = None,
 ) -> Snapshot:
     request = RequestInfo(
         route="route-a",
         model=model,
-        endpoint="chat.completions",
+        endpoint=endpoint,
         stream=False,
         session_key=session_key,
         seq=seq,
@@ -75,6 +79,7 @@ def snapshot(
         max_tokens=max_tokens,
         ttft_slo_ms=ttft_slo_ms,
         tpot_slo_ms=tpot_slo_ms,
+        member_models=dict(member_models or {}),
     )
     return Snapshot(
         request=request,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from policies import BUILTINS
 from policies.bounded_load_filter import BoundedLoadFilter
 from policies.capacity_filter import CapacityFilter
+from policies.context_window_filter import ContextWindowFilter
 from policies.healthy_filter import HealthyFilter
 from policies.kv_cost_scorer import KvCostScorer
 from policies.least_load_scorer import LeastLoadScorer
@@ -25,6 +26,7 @@ EXPECTED: dict[str, object] = {
     "model-match-filter": ModelMatchFilter,
     "healthy-filter": HealthyFilter,
     "capacity-filter": CapacityFilter,
+    "context-window-filter": ContextWindowFilter,
     "bounded-load-filter": BoundedLoadFilter,
     "sla-filter": SlaFilter,
     "quality-filter": QualityFilter,
@@ -41,6 +43,7 @@ EXPECTED: dict[str, object] = {
     "model-match": ModelMatchFilter,
     "healthy": HealthyFilter,
     "capacity": CapacityFilter,
+    "context-window": ContextWindowFilter,
     "bounded-load": BoundedLoadFilter,
     "sla": SlaFilter,
     "quality": QualityScorer,  # the scorer's; quality-filter has no alias

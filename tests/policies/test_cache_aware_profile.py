@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
+from gateway.config import load_config
 from policies import BackendView, Decision, Pipeline, build_pipeline
 from policies.config import PluginRef, PolicyConfig, ProfileConfig
 from tests.policies.builders import backend, snapshot
@@ -190,3 +192,31 @@ def test_exploration_with_a_low_temperature_picker(
     candidates = [backend(n) for n in ("hot", "cold-1", "cold-2", "cold-3")]
     chosen = [decide(pipe, candidates, {"hot": 12_800}, seed=s).chosen for s in range(2_000)]
     assert low <= chosen.count("hot") / len(chosen) <= high
+
+
+def embedded_cache_aware() -> Pipeline:
+    """The embedded default's cache-aware profile, from the file users start with."""
+    config = load_config(EMBEDDED)
+    index = next(i for i, p in enumerate(config.profiles) if p.name == "cache-aware")
+    return build_pipeline(config.profiles[index], config.policies, profile_index=index)
+
+
+EMBEDDED = Path(__file__).parents[2] / "gateway" / "examples" / "embedded.yaml"
+
+
+def test_default_keeps_a_hot_prefix_home_and_sends_cold_prompts_elsewhere() -> None:
+    """The hot document's engine serves 30 requests and holds 12,800 of this prompt's
+    tokens: a follow-up stays there however busy it is (its 300 uncached tokens hold up
+    little), while a cold prompt goes to the engine where its prefill holds up fewest."""
+    pipe = embedded_cache_aware()
+    candidates = [
+        backend("hot", in_flight=30, decoding=28),
+        backend("warm", in_flight=12, decoding=10),
+        backend("quiet", in_flight=6, decoding=6),
+    ]
+    follow_up = decide(pipe, candidates, {"hot": 12_800})
+    assert follow_up.chosen == "hot"
+    cold = decide(pipe, candidates, {})
+    assert cold.chosen == "quiet"
+    hot = next(c for c in cold.candidates if c.backend == "hot")
+    assert hot.scores["kv-cost"].reason.endswith("its prefill holds up 30 others by 1,310 ms")

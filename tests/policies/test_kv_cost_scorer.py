@@ -138,3 +138,34 @@ def test_a_nan_cost_scores_nothing_rather_than_best() -> None:
     )
     assert scores["ok"].value == 1.0
     assert math.isnan(scores["weird"].value)
+
+
+@pytest.mark.parametrize(
+    ("delay_weight", "expected"),
+    [
+        # Both idle apart from 6 requests on the hot one (in flight, nothing queued): for
+        # itself the hit is cheaper, 2,590 against 3,870 ms.
+        (0.0, {"hot": 1.0, "cold": HOT_IDLE_COST / COLD_IDLE_COST}),
+        # Its 300 uncached tokens hold up the hot one's 6 requests by 30 ms each; the cold
+        # one has nobody to hold up. The hit still wins, by less.
+        (1.0, {"hot": 1.0, "cold": (HOT_IDLE_COST + 6 * 30) / COLD_IDLE_COST}),
+    ],
+)
+def test_delay_weight_charges_the_prefill_to_each_request_it_holds_up(
+    delay_weight: float, expected: dict[str, float]
+) -> None:
+    scores = scores_for({"in_flight": 6}, params={"delay_weight": delay_weight})
+    assert scores == pytest.approx(expected)
+
+
+def test_delay_weight_keeps_a_cold_prompt_off_the_busy_backend() -> None:
+    """Nothing cached anywhere: the busy backend's 20 requests would each wait 1,310 ms for
+    the prompt there, so the idle one wins even though its own TTFT is the same."""
+    policy = KvCostScorer("kv", KvCostScorer.Params(delay_weight=1.0))
+    candidates = [backend("busy", in_flight=20), backend("idle")]
+    snap = snapshot(candidates, prompt_tokens=PROMPT)
+    scores = policy.score(snap, candidates)
+    assert scores["idle"].value == 1.0
+    assert scores["busy"].value == pytest.approx(COLD_IDLE_COST / (COLD_IDLE_COST + 20 * 1_310))
+    assert scores["busy"].reason.endswith("its prefill holds up 20 others by 1,310 ms")
+    assert "holds up" not in scores["idle"].reason

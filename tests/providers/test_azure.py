@@ -6,8 +6,6 @@ path, api-version, api-key header, the body untouched) and what came back.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import orjson
 import pytest
 
@@ -16,9 +14,7 @@ from providers.base import Deadlines, UpstreamRequest
 from providers.errors import UpstreamStatusError
 from providers.registry import open_provider
 from providers.settings import ProviderSettings
-
-# A generic record-and-reply server; it lives beside the Gemini tests, which use it most.
-from tests.providers.gemini.fake_gemini import Reply, ScriptedServer
+from tests.providers.fake_upstream import Reply, ScriptedServer
 
 KEY = "azure-test-key-77"
 DEADLINES = Deadlines(connect_s=2.0, first_byte_s=5.0, between_chunks_s=5.0)
@@ -32,16 +28,6 @@ COMPLETION = {
 def chat(model: str = "gpt-4o-prod", stream: bool = False) -> UpstreamRequest:
     body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": stream}
     return UpstreamRequest("/chat/completions", orjson.dumps(body), stream=stream)
-
-
-@pytest.fixture
-async def azure_server() -> AsyncIterator[ScriptedServer]:
-    server = ScriptedServer()
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def open_azure(server: ScriptedServer, **settings: object) -> AzureOpenAIProvider:
@@ -60,19 +46,19 @@ async def open_azure(server: ScriptedServer, **settings: object) -> AzureOpenAIP
     ids=["default-version", "resource-url-with-openai-and-own-version"],
 )
 async def test_send_goes_to_the_deployment_with_the_api_key(
-    azure_server: ScriptedServer,
+    upstream: ScriptedServer,
     base_suffix: str,
     settings: dict[str, object],
     api_version: str,
 ) -> None:
-    azure_server.reply(Reply(body=orjson.dumps(COMPLETION)))
-    provider = await open_azure(azure_server, base_url=azure_server.url + base_suffix, **settings)
+    upstream.reply(Reply(body=orjson.dumps(COMPLETION)))
+    provider = await open_azure(upstream, base_url=upstream.url + base_suffix, **settings)
     request = chat()
     try:
         response = await provider.send(request, DEADLINES)
     finally:
         await provider.close()
-    seen = azure_server.seen[0]
+    seen = upstream.seen[0]
     assert (seen.method, seen.path, seen.query) == (
         "POST",
         "/openai/deployments/gpt-4o-prod/chat/completions",
@@ -84,24 +70,24 @@ async def test_send_goes_to_the_deployment_with_the_api_key(
     assert (response.status, orjson.loads(response.body)) == (200, COMPLETION)
 
 
-async def test_deployment_names_are_quoted_into_the_path(azure_server: ScriptedServer) -> None:
-    azure_server.reply(Reply(body=orjson.dumps(COMPLETION)))
-    provider = await open_azure(azure_server)
+async def test_deployment_names_are_quoted_into_the_path(upstream: ScriptedServer) -> None:
+    upstream.reply(Reply(body=orjson.dumps(COMPLETION)))
+    provider = await open_azure(upstream)
     try:
         await provider.send(chat(model="team a/b"), DEADLINES)
     finally:
         await provider.close()
-    assert azure_server.seen[0].path == "/openai/deployments/team%20a%2Fb/chat/completions"
+    assert upstream.seen[0].path == "/openai/deployments/team%20a%2Fb/chat/completions"
 
 
-async def test_streams_are_relayed_byte_for_byte(azure_server: ScriptedServer) -> None:
+async def test_streams_are_relayed_byte_for_byte(upstream: ScriptedServer) -> None:
     pieces = [
         b'data: {"choices":[{"index":0,"delta":{"content":"he"}}]}\n\n',
         b'data: {"choices":[{"index":0,"delta":{"content":"llo"}}]}\n\n',
         b"data: [DONE]\n\n",
     ]
-    azure_server.reply(Reply(body=pieces))
-    provider = await open_azure(azure_server)
+    upstream.reply(Reply(body=pieces))
+    provider = await open_azure(upstream)
     try:
         stream = await provider.open_stream(chat(stream=True), DEADLINES)
         rest = b"".join([chunk async for chunk in stream.rest()])
@@ -109,21 +95,21 @@ async def test_streams_are_relayed_byte_for_byte(azure_server: ScriptedServer) -
     finally:
         await provider.close()
     assert stream.first_chunk + rest == b"".join(pieces)
-    seen = azure_server.seen[0]
+    seen = upstream.seen[0]
     assert seen.path == "/openai/deployments/gpt-4o-prod/chat/completions"
     assert seen.headers["api-key"] == KEY
 
 
-async def test_health_lists_models_at_the_api_version(azure_server: ScriptedServer) -> None:
-    azure_server.reply(Reply(body=b'{"data": []}'), Reply(503, b"{}"))
-    provider = await open_azure(azure_server)
+async def test_health_lists_models_at_the_api_version(upstream: ScriptedServer) -> None:
+    upstream.reply(Reply(body=b'{"data": []}'), Reply(503, b"{}"))
+    provider = await open_azure(upstream)
     try:
         up = await provider.health(timeout_s=2.0)
         down = await provider.health(timeout_s=2.0)
     finally:
         await provider.close()
     assert up.healthy and not down.healthy
-    seen = azure_server.seen[0]
+    seen = upstream.seen[0]
     assert (seen.method, seen.path, seen.query) == (
         "GET",
         "/openai/models",
@@ -132,13 +118,13 @@ async def test_health_lists_models_at_the_api_version(azure_server: ScriptedServ
     assert seen.headers["api-key"] == KEY
 
 
-async def test_errors_map_as_openais(azure_server: ScriptedServer) -> None:
+async def test_errors_map_as_openais(upstream: ScriptedServer) -> None:
     throttled = b'{"error": {"code": "429", "message": "Rate limit reached"}}'
-    azure_server.reply(
+    upstream.reply(
         Reply(429, throttled, {"retry-after": "4"}),
         Reply(401, f'{{"error": {{"message": "bad key {KEY}"}}}}'.encode()),
     )
-    provider = await open_azure(azure_server)
+    provider = await open_azure(upstream)
     try:
         with pytest.raises(UpstreamStatusError) as limited:
             await provider.send(chat(), DEADLINES)
@@ -153,8 +139,8 @@ async def test_errors_map_as_openais(azure_server: ScriptedServer) -> None:
     assert KEY not in refused.value.message
 
 
-async def test_a_body_without_a_model_names_no_deployment(azure_server: ScriptedServer) -> None:
-    provider = await open_azure(azure_server)
+async def test_a_body_without_a_model_names_no_deployment(upstream: ScriptedServer) -> None:
+    provider = await open_azure(upstream)
     request = UpstreamRequest("/chat/completions", b'{"messages": []}', stream=False)
     try:
         with pytest.raises(MissingDeployment) as caught:
@@ -162,7 +148,7 @@ async def test_a_body_without_a_model_names_no_deployment(azure_server: Scripted
     finally:
         await provider.close()
     assert (caught.value.status, caught.value.retryable) == (400, False)
-    assert azure_server.seen == []
+    assert upstream.seen == []
 
 
 async def test_the_kind_needs_a_base_url() -> None:

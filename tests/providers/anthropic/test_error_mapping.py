@@ -1,21 +1,16 @@
-"""Anthropic failures -> the providers' error tree: status, type/code, retryable, Retry-After."""
+"""Anthropic failures -> the providers' error tree: status, type/code, retryable, Retry-After.
+
+Transport failures and Retry-After parsing are the HTTP layer's: test_http_transport.py.
+"""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
-
-import aiohttp
 import orjson
 import pytest
 
-from providers.anthropic.error_mapping import ErrorMapper, retry_after_s
+from providers.anthropic.error_mapping import ErrorMapper
 from providers.anthropic.messages_wire import ErrorDetail
-from providers.errors import (
-    UpstreamError,
-    UpstreamProtocolError,
-    UpstreamTimeout,
-)
+from providers.errors import UpstreamCredentialsRefused
 
 KEY = "sk-ant-api03-SECRET"
 MAPPER = ErrorMapper("claude-a", KEY)
@@ -34,8 +29,6 @@ def anthropic_error(error_type: str, message: str) -> bytes:
         (429, "rate_limit_error", 429, True, "rate_limit_error"),
         (500, "api_error", 502, True, None),
         (529, "overloaded_error", 502, True, None),
-        (401, "authentication_error", 502, False, None),
-        (403, "permission_error", 502, False, None),
     ],
 )
 def test_http_errors(
@@ -51,7 +44,7 @@ def test_http_errors(
     assert error.backend == "claude-a"
     assert error_type in error.message
     if relayed_type is None:
-        assert error.upstream_body == b"", "5xx and refused credentials are not relayed"
+        assert error.upstream_body == b"", "5xx are not relayed"
     else:
         relayed = orjson.loads(error.upstream_body)["error"]
         assert relayed == {
@@ -63,17 +56,32 @@ def test_http_errors(
 
 
 def test_429_honours_retry_after() -> None:
-    error = MAPPER.status_error(429, anthropic_error("rate_limit_error", "slow down"), "7")
+    error = MAPPER.status_error(429, anthropic_error("rate_limit_error", "slow down"), 7.0)
     assert error.retry_after_s == 7.0
     assert error.type == "rate_limit_error"
 
 
-def test_the_key_never_leaks_from_a_refusal() -> None:
-    body = anthropic_error("authentication_error", f"invalid x-api-key {KEY}")
-    error = MAPPER.status_error(401, body, None)
-    assert KEY not in error.message
-    assert KEY not in repr(error) and KEY.encode() not in error.upstream_body
-    assert "refused the gateway's credentials" in error.message
+@pytest.mark.parametrize(
+    ("status", "error_type"), [(401, "authentication_error"), (403, "permission_error")]
+)
+def test_refused_credentials_are_a_retryable_502_without_the_key(
+    status: int, error_type: str
+) -> None:
+    body = anthropic_error(error_type, f"invalid x-api-key {KEY}")
+    from_status = MAPPER.status_error(status, body, None)
+    from_event = MAPPER.stream_error(ErrorDetail(type=error_type, message=f"bad {KEY}"))
+    for error in (from_status, from_event):
+        assert isinstance(error, UpstreamCredentialsRefused)
+        assert (error.status, error.code, error.retryable) == (
+            502,
+            "upstream_credentials_refused",
+            True,
+        )
+        assert (error.upstream_status, error.upstream_body) == (status, b"")
+        assert error.message == (
+            f"backend claude-a refused the gateway's credentials (HTTP {status} {error_type})"
+        )
+        assert KEY not in repr(error)
 
 
 def test_the_key_is_scrubbed_from_relayed_messages() -> None:
@@ -116,34 +124,3 @@ def test_an_untranslatable_request_is_a_400_in_openai_shape() -> None:
         "param": "n",
         "code": "unsupported_by_backend",
     }
-
-
-@pytest.mark.parametrize(
-    ("raised", "expected"),
-    [
-        (TimeoutError(), UpstreamTimeout),
-        (aiohttp.ServerTimeoutError(), UpstreamTimeout),
-        (aiohttp.ServerDisconnectedError(), UpstreamProtocolError),
-        (ConnectionResetError(), UpstreamProtocolError),
-    ],
-)
-def test_transport_failures(raised: Exception, expected: type[UpstreamError]) -> None:
-    """Refused connections are exercised for real in test_provider.py."""
-    with pytest.raises(expected) as caught, MAPPER.map_upstream_errors():
-        raise raised
-    assert caught.value.retryable
-    assert caught.value.backend == "claude-a"
-
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [(None, None), ("", None), ("3", 3.0), ("-2", 0.0), ("soon", None)],
-)
-def test_retry_after_values(value: str | None, expected: float | None) -> None:
-    assert retry_after_s(value) == expected
-
-
-def test_retry_after_as_an_http_date() -> None:
-    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    seconds = retry_after_s(later)
-    assert seconds is not None and 25 < seconds <= 30

@@ -13,6 +13,7 @@ from providers.anthropic import AnthropicProvider
 from providers.base import Deadlines, UpstreamRequest
 from providers.errors import (
     UpstreamConnectError,
+    UpstreamCredentialsRefused,
     UpstreamProtocolError,
     UpstreamStatusError,
     UpstreamTimeout,
@@ -20,14 +21,9 @@ from providers.errors import (
 from providers.registry import open_provider
 from providers.settings import ProviderSettings
 from providers.usage import UsageTap, usage_from_body
-from tests.providers.anthropic.fake_anthropic import (
-    FakeAnthropic,
-    Pause,
-    Reply,
-    split_each,
-    sse,
-)
+from tests.providers.anthropic.fake_anthropic import FakeAnthropic, split_each, sse
 from tests.providers.anthropic.recorded import OVERLOADED, TEXT_STREAM, TOOL_STREAM
+from tests.providers.fake_upstream import Pause, Reply, running
 
 KEY = "sk-ant-test-0123456789"
 DEADLINES = Deadlines(connect_s=2.0, first_byte_s=5.0, between_chunks_s=5.0)
@@ -45,12 +41,8 @@ MESSAGE = {
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeAnthropic]:
-    server = FakeAnthropic()
-    await server.start()
-    try:
+    async with running(FakeAnthropic()) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture
@@ -82,16 +74,16 @@ def chat(stream: bool = False, **fields: Any) -> UpstreamRequest:
 async def test_send_translates_both_ways_with_anthropics_headers(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
-    fake.replies.append(Reply(body=MESSAGE))
+    fake.reply(Reply(body=orjson.dumps(MESSAGE)))
     response = await provider.send(chat(max_tokens=64), DEADLINES)
 
-    (received,) = fake.received
+    (received,) = fake.seen
     assert (received.method, received.path) == ("POST", "/v1/messages")
     assert received.headers["x-api-key"] == KEY
     assert received.headers["anthropic-version"] == "2023-06-01"
     assert received.headers["content-type"] == "application/json"
     assert "authorization" not in received.headers
-    assert received.body == {
+    assert received.json() == {
         "model": "claude-backend-id",
         "system": [{"type": "text", "text": "Answer in French."}],
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
@@ -116,14 +108,14 @@ async def test_a_stream_is_relayed_as_openai_chunks(
     pieces: list[bytes | Pause] = []
     for half in split_each(sse(*TEXT_STREAM)):
         pieces += [half, Pause(0.005)]
-    fake.replies.append(Reply(pieces=pieces))
+    fake.reply(Reply(body=pieces))
     request = chat(stream=True, stream_options={"include_usage": True})
 
     stream = await provider.open_stream(request, DEADLINES)
     rest = [chunk async for chunk in stream.rest()]
     await stream.aclose()
 
-    assert fake.received[0].body["stream"] is True
+    assert fake.seen[0].json()["stream"] is True
     assert stream.content_type.startswith("text/event-stream")
     assert orjson.loads(stream.first_chunk.removeprefix(b"data: "))["choices"][0]["delta"] == {
         "role": "assistant",
@@ -143,7 +135,7 @@ async def test_a_stream_is_relayed_as_openai_chunks(
 
 
 async def test_streamed_tool_calls(fake: FakeAnthropic, provider: AnthropicProvider) -> None:
-    fake.replies.append(Reply(pieces=sse(*TOOL_STREAM)))
+    fake.reply(Reply(body=sse(*TOOL_STREAM)))
     stream = await provider.open_stream(chat(stream=True), DEADLINES)
     body = stream.first_chunk + b"".join([chunk async for chunk in stream.rest()])
     await stream.aclose()
@@ -159,7 +151,7 @@ async def test_streamed_tool_calls(fake: FakeAnthropic, provider: AnthropicProvi
 async def test_an_error_event_after_the_200_breaks_the_stream(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
-    fake.replies.append(Reply(pieces=[*sse(*TEXT_STREAM[:4]), Pause(0.02), *sse(OVERLOADED)]))
+    fake.reply(Reply(body=[*sse(*TEXT_STREAM[:4]), Pause(0.02), *sse(OVERLOADED)]))
     stream = await provider.open_stream(chat(stream=True), DEADLINES)
     relayed: list[bytes] = []
     with pytest.raises(UpstreamStatusError) as caught:
@@ -175,7 +167,7 @@ async def test_an_error_event_before_any_content_fails_the_attempt(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     """Nothing was relayed yet, so the dispatcher may still try another candidate."""
-    fake.replies.append(Reply(pieces=sse(OVERLOADED)))
+    fake.reply(Reply(body=sse(OVERLOADED)))
     with pytest.raises(UpstreamStatusError) as caught:
         await provider.open_stream(chat(stream=True), DEADLINES)
     assert (caught.value.upstream_status, caught.value.retryable) == (529, True)
@@ -184,7 +176,7 @@ async def test_an_error_event_before_any_content_fails_the_attempt(
 async def test_a_stream_cut_before_message_stop_is_a_protocol_error(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
-    fake.replies.append(Reply(pieces=sse(*TEXT_STREAM[:4])))
+    fake.reply(Reply(body=sse(*TEXT_STREAM[:4])))
     stream = await provider.open_stream(chat(stream=True), DEADLINES)
     with pytest.raises(UpstreamProtocolError, match="before message_stop"):
         _ = [chunk async for chunk in stream.rest()]
@@ -194,7 +186,7 @@ async def test_a_stream_cut_before_message_stop_is_a_protocol_error(
 async def test_a_stall_mid_stream_times_out(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
-    fake.replies.append(Reply(pieces=[*sse(*TEXT_STREAM[:2]), Pause(1.0), *sse(*TEXT_STREAM[2:])]))
+    fake.reply(Reply(body=[*sse(*TEXT_STREAM[:2]), Pause(1.0), *sse(*TEXT_STREAM[2:])]))
     tight = Deadlines(connect_s=2.0, first_byte_s=5.0, between_chunks_s=0.2)
     stream = await provider.open_stream(chat(stream=True), tight)
     with pytest.raises(UpstreamTimeout, match="stalled"):
@@ -204,7 +196,7 @@ async def test_a_stall_mid_stream_times_out(
 
 async def test_429_with_retry_after(fake: FakeAnthropic, provider: AnthropicProvider) -> None:
     body = {"type": "error", "error": {"type": "rate_limit_error", "message": "Too many"}}
-    fake.replies.append(Reply(status=429, body=body, headers={"retry-after": "12"}))
+    fake.reply(Reply(429, orjson.dumps(body), {"retry-after": "12"}))
     with pytest.raises(UpstreamStatusError) as caught:
         await provider.send(chat(), DEADLINES)
     assert (caught.value.status, caught.value.retryable, caught.value.retry_after_s) == (
@@ -219,7 +211,7 @@ async def test_529_overloaded_is_retryable(
     fake: FakeAnthropic, provider: AnthropicProvider
 ) -> None:
     body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    fake.replies.append(Reply(status=529, body=body))
+    fake.reply(Reply(529, orjson.dumps(body)))
     with pytest.raises(UpstreamStatusError) as caught:
         await provider.open_stream(chat(stream=True), DEADLINES)
     assert (caught.value.status, caught.value.retryable) == (502, True)
@@ -227,14 +219,26 @@ async def test_529_overloaded_is_retryable(
 
 async def test_401_does_not_leak_the_key(fake: FakeAnthropic, provider: AnthropicProvider) -> None:
     body = {"type": "error", "error": {"type": "authentication_error", "message": f"bad {KEY}"}}
-    fake.replies.append(Reply(status=401, body=body))
+    fake.reply(Reply(401, orjson.dumps(body)))
     with pytest.raises(UpstreamStatusError) as caught:
         await provider.send(chat(), DEADLINES)
     error = caught.value
-    assert (error.status, error.retryable) == (502, False)
+    assert isinstance(error, UpstreamCredentialsRefused)
+    assert (error.status, error.retryable) == (502, True)
     assert KEY not in error.message and KEY not in repr(error)
     assert KEY.encode() not in error.upstream_body
     assert KEY not in repr(provider)
+
+
+async def test_a_redirect_is_an_error_not_an_answer(
+    fake: FakeAnthropic, provider: AnthropicProvider
+) -> None:
+    fake.reply(Reply(307, b"", {"location": "https://elsewhere.example/v1/messages"}))
+    with pytest.raises(UpstreamStatusError) as caught:
+        await provider.send(chat(), DEADLINES)
+    error = caught.value
+    assert (error.upstream_status, error.status, error.retryable) == (307, 502, False)
+    assert len(fake.seen) == 1, "not followed"
 
 
 async def test_an_untranslatable_request_never_reaches_the_backend(
@@ -246,13 +250,13 @@ async def test_an_untranslatable_request_never_reaches_the_backend(
     assert orjson.loads(caught.value.upstream_body)["error"]["param"] == "n"
     with pytest.raises(UpstreamStatusError, match="only /chat/completions"):
         await provider.send(UpstreamRequest("/embeddings", b"{}", stream=False), DEADLINES)
-    assert fake.received == []
+    assert fake.seen == []
 
 
 async def test_health(fake: FakeAnthropic, provider: AnthropicProvider) -> None:
     assert (await provider.health(timeout_s=2.0)).healthy
-    (probe,) = fake.received
-    assert (probe.method, probe.path, probe.query) == ("GET", "/v1/models", {"limit": "1"})
+    (probe,) = fake.seen
+    assert (probe.method, probe.path, probe.query) == ("GET", "/v1/models", "limit=1")
     assert probe.headers["x-api-key"] == KEY
     assert probe.headers["anthropic-version"] == "2023-06-01"
 

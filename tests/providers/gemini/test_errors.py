@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from providers.errors import UpstreamStatusError
+from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
 from providers.gemini.errors import GeminiErrors
 
 KEY = "AIzaSy-secret-key-123"
@@ -95,12 +95,12 @@ def test_rate_limits_say_when_to_retry(
     ],
     ids=["permission-denied", "unauthenticated", "invalid-key-as-400"],
 )
-def test_refused_credentials_are_a_non_retryable_502_without_the_key(
-    http: int, body: bytes
-) -> None:
+def test_refused_credentials_are_a_retryable_502_without_the_key(http: int, body: bytes) -> None:
     error = mapped(http, body)
-    assert (error.status, error.retryable, error.upstream_body) == (502, False, b"")
-    assert "rejected the gateway's credentials" in error.message
+    assert isinstance(error, UpstreamCredentialsRefused)
+    assert (error.status, error.retryable, error.upstream_body) == (502, True, b"")
+    assert (error.code, error.upstream_status) == ("upstream_credentials_refused", http)
+    assert "refused the gateway's credentials" in error.message
     for text in (error.message, str(error), repr(error), repr(error.args)):
         assert KEY not in text
 
@@ -129,3 +129,6 @@ def test_stream_events_map_by_their_code_or_status_name() -> None:
     assert (by_name.status, by_name.retry_after_s) == (429, 12.5)
     unknown = errors.for_stream_event("garbage")
     assert (unknown.status, unknown.retryable) == (502, True)
+    refused = errors.for_stream_event({"code": 401, "status": "UNAUTHENTICATED"})
+    assert isinstance(refused, UpstreamCredentialsRefused)
+    assert (refused.status, refused.retryable) == (502, True)

@@ -13,11 +13,12 @@ import orjson
 import pytest
 
 from providers.base import Deadlines, UpstreamRequest
-from providers.errors import UpstreamStatusError
+from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
 from providers.gemini import DEFAULT_BASE_URL, GeminiProvider, UnsupportedRequest
 from providers.registry import open_provider
 from providers.settings import ProviderSettings
-from tests.providers.gemini.fake_gemini import Reply, ScriptedServer, sse
+from tests.providers.fake_upstream import Reply, ScriptedServer
+from tests.providers.gemini.fake_gemini import sse
 
 KEY = "AIzaSy-test-key-0042"
 MODEL = "gemini-2.5-flash"
@@ -40,11 +41,11 @@ def answer(*parts: dict[str, Any], finish: str | None = "STOP", **extra: Any) ->
 
 
 @pytest.fixture
-async def provider(gemini_server: ScriptedServer) -> AsyncIterator[GeminiProvider]:
+async def provider(upstream: ScriptedServer) -> AsyncIterator[GeminiProvider]:
     settings = ProviderSettings(
         name="gem",
         kind="gemini",
-        base_url=gemini_server.url + "/v1beta/",
+        base_url=upstream.url + "/v1beta/",
         api_key=KEY,
         models=(MODEL,),
     )
@@ -64,9 +65,9 @@ def assert_keyed(headers: dict[str, str], query: str) -> None:
 
 
 async def test_send_translates_both_ways(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
-    gemini_server.reply(
+    upstream.reply(
         Reply(body=orjson.dumps(answer({"text": "Hello!"}, usageMetadata=USAGE, responseId="r9")))
     )
     request = chat(
@@ -75,7 +76,7 @@ async def test_send_translates_both_ways(
     )
     response = await provider.send(request, DEADLINES)
 
-    seen = gemini_server.seen[0]
+    seen = upstream.seen[0]
     assert (seen.method, seen.path, seen.query) == (
         "POST",
         f"/v1beta/models/{MODEL}:generateContent",
@@ -98,9 +99,9 @@ async def test_send_translates_both_ways(
 
 
 async def test_stream_translates_event_by_event(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
-    gemini_server.reply(
+    upstream.reply(
         Reply(
             body=sse(
                 answer({"text": "Hmm.", "thought": True}, finish=None),
@@ -117,7 +118,7 @@ async def test_stream_translates_event_by_event(
     finally:
         await stream.aclose()
 
-    seen = gemini_server.seen[0]
+    seen = upstream.seen[0]
     assert (seen.path, seen.query) == (f"/v1beta/models/{MODEL}:streamGenerateContent", "alt=sse")
     assert_keyed(seen.headers, seen.query)
     assert stream.content_type == "text/event-stream"
@@ -136,7 +137,7 @@ async def test_stream_translates_event_by_event(
 
 
 async def test_an_error_event_mid_stream_raises_from_rest(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
     error = {
         "code": 429,
@@ -144,7 +145,7 @@ async def test_an_error_event_mid_stream_raises_from_rest(
         "status": "RESOURCE_EXHAUSTED",
         "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "2s"}],
     }
-    gemini_server.reply(Reply(body=sse(answer({"text": "Par"}, finish=None), {"error": error})))
+    upstream.reply(Reply(body=sse(answer({"text": "Par"}, finish=None), {"error": error})))
     stream = await provider.open_stream(chat(stream=True), DEADLINES)
     received = [stream.first_chunk]
     try:
@@ -159,7 +160,7 @@ async def test_an_error_event_mid_stream_raises_from_rest(
 
 
 async def test_a_rate_limit_says_when_to_retry(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
     body = {
         "error": {
@@ -171,7 +172,7 @@ async def test_a_rate_limit_says_when_to_retry(
             ],
         }
     }
-    gemini_server.reply(
+    upstream.reply(
         Reply(429, orjson.dumps(body)), Reply(429, orjson.dumps(body), {"retry-after": "3"})
     )
     for expected_s in (7.25, 3.0):
@@ -183,10 +184,10 @@ async def test_a_rate_limit_says_when_to_retry(
 
 
 async def test_a_bad_request_is_relayed_as_a_non_retryable_400(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
     body = {"error": {"code": 400, "message": "Invalid JSON payload", "status": "INVALID_ARGUMENT"}}
-    gemini_server.reply(Reply(400, orjson.dumps(body)))
+    upstream.reply(Reply(400, orjson.dumps(body)))
     with pytest.raises(UpstreamStatusError) as caught:
         await provider.send(chat(), DEADLINES)
     assert (caught.value.status, caught.value.retryable) == (400, False)
@@ -195,16 +196,17 @@ async def test_a_bad_request_is_relayed_as_a_non_retryable_400(
 
 
 async def test_refused_credentials_never_leak_the_key(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
     body = {
         "error": {"code": 403, "message": f"Key {KEY} is blocked", "status": "PERMISSION_DENIED"}
     }
-    gemini_server.reply(Reply(403, orjson.dumps(body)))
+    upstream.reply(Reply(403, orjson.dumps(body)))
     with pytest.raises(UpstreamStatusError) as caught:
         await provider.send(chat(), DEADLINES)
     error = caught.value
-    assert (error.status, error.retryable) == (502, False)
+    assert isinstance(error, UpstreamCredentialsRefused)
+    assert (error.status, error.retryable) == (502, True)
     for text in (
         error.message,
         str(error),
@@ -216,7 +218,7 @@ async def test_refused_credentials_never_leak_the_key(
 
 
 async def test_untranslatable_requests_never_reach_the_backend(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
     with pytest.raises(UnsupportedRequest) as caught:
         await provider.send(chat(n=3), DEADLINES)
@@ -224,39 +226,39 @@ async def test_untranslatable_requests_never_reach_the_backend(
     embeddings = UpstreamRequest("/embeddings", b'{"model": "m", "input": "x"}', stream=False)
     with pytest.raises(UnsupportedRequest, match="/chat/completions"):
         await provider.send(embeddings, DEADLINES)
-    assert gemini_server.seen == []
+    assert upstream.seen == []
 
 
 async def test_health_asks_for_the_first_model_with_the_key(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
-    gemini_server.reply(Reply(body=b'{"name": "models/gemini-2.5-flash"}'), Reply(403, b"{}"))
+    upstream.reply(Reply(body=b'{"name": "models/gemini-2.5-flash"}'), Reply(403, b"{}"))
     healthy = await provider.health(timeout_s=2.0)
     refused = await provider.health(timeout_s=2.0)
     assert healthy.healthy, healthy.reason
     assert not refused.healthy and "credentials" in refused.reason
-    seen = gemini_server.seen[0]
+    seen = upstream.seen[0]
     assert (seen.method, seen.path) == ("GET", f"/v1beta/models/{MODEL}")
     assert_keyed(seen.headers, seen.query)
 
 
 async def test_health_is_bounded_by_its_timeout(
-    gemini_server: ScriptedServer, provider: GeminiProvider
+    upstream: ScriptedServer, provider: GeminiProvider
 ) -> None:
-    gemini_server.reply(Reply(body=b"{}", delay_s=1.0))
+    upstream.reply(Reply(body=b"{}", delay_s=1.0))
     result = await provider.health(timeout_s=0.1)
     assert not result.healthy
     assert "timed out" in result.reason
 
 
-async def test_without_models_health_lists_them(gemini_server: ScriptedServer) -> None:
-    provider = GeminiProvider("gem", gemini_server.url + "/v1beta", KEY)
-    gemini_server.reply(Reply(body=b'{"models": []}'))
+async def test_without_models_health_lists_them(upstream: ScriptedServer) -> None:
+    provider = GeminiProvider("gem", upstream.url + "/v1beta", KEY)
+    upstream.reply(Reply(body=b'{"models": []}'))
     try:
         assert (await provider.health(timeout_s=2.0)).healthy
     finally:
         await provider.close()
-    assert gemini_server.seen[0].path == "/v1beta/models"
+    assert upstream.seen[0].path == "/v1beta/models"
 
 
 async def test_the_default_base_url_is_googles() -> None:

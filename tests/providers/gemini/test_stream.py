@@ -184,6 +184,7 @@ class RawStream:
     """An in-memory UpstreamStream of raw bytes that remembers being closed."""
 
     content_type = "text/event-stream"
+    rate_limit = None
 
     def __init__(self, pieces: list[bytes], error: UpstreamError | None = None) -> None:
         self.first_chunk, self._rest, self._error = pieces[0], pieces[1:], error

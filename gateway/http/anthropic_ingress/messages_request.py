@@ -1,0 +1,198 @@
+"""Anthropic's Messages request as clients send it: validated, with errors naming the field.
+
+Unknown top-level fields are ignored (newer SDKs add options over time; `metadata`,
+`service_tier` and the like ask nothing of the answer). Content blocks are strict: a block
+kind the gateway cannot express (documents, server tools' results, ...) is refused rather
+than silently dropped from what the model sees. `cache_control`, `citations` and thinking
+signatures are accepted and ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Self, TypeVar
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gateway.errors import InvalidRequest
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class TextBlock(_Wire):
+    type: Literal["text"]
+    text: str
+
+
+class Base64Source(_Wire):
+    type: Literal["base64"]
+    media_type: str = Field(min_length=1)
+    data: str = Field(min_length=1)
+
+
+class UrlSource(_Wire):
+    type: Literal["url"]
+    url: str = Field(min_length=1)
+
+
+class ImageBlock(_Wire):
+    type: Literal["image"]
+    source: Annotated[Base64Source | UrlSource, Field(discriminator="type")]
+
+
+class ToolUseBlock(_Wire):
+    type: Literal["tool_use"]
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    input: dict[str, Any]
+
+
+ToolResultPart = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+class ToolResultBlock(_Wire):
+    type: Literal["tool_result"]
+    tool_use_id: str = Field(min_length=1)
+    content: str | list[ToolResultPart] = ""
+    is_error: bool = False
+
+
+class ThinkingBlock(_Wire):
+    """Earlier turns' thinking: not sent on (OpenAI's chat has no input for it)."""
+
+    type: Literal["thinking", "redacted_thinking"]
+
+
+UserBlock = Annotated[TextBlock | ImageBlock | ToolResultBlock, Field(discriminator="type")]
+AssistantBlock = Annotated[TextBlock | ToolUseBlock | ThinkingBlock, Field(discriminator="type")]
+
+
+class UserMessage(_Wire):
+    role: Literal["user"]
+    content: str | list[UserBlock]
+
+
+class AssistantMessage(_Wire):
+    role: Literal["assistant"]
+    content: str | list[AssistantBlock]
+
+
+Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
+
+
+class Tool(_Wire):
+    """A client tool; server tools (`type: web_search_...`, ...) are refused when translated."""
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    input_schema: dict[str, Any] | None = None
+    type: str | None = None
+
+
+class ToolChoice(_Wire):
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool = False
+
+    @model_validator(mode="after")
+    def _tool_needs_name(self) -> Self:
+        if self.type == "tool" and not self.name:
+            raise ValueError("tool_choice of type 'tool' needs the tool's name")
+        return self
+
+
+class Thinking(_Wire):
+    type: Literal["enabled", "disabled"]
+    budget_tokens: int | None = Field(None, ge=1)
+
+    @model_validator(mode="after")
+    def _enabled_needs_budget(self) -> Self:
+        if self.type == "enabled" and self.budget_tokens is None:
+            raise ValueError("thinking.budget_tokens is required when thinking is enabled")
+        return self
+
+
+class Conversation(_Wire):
+    """What the prompt is made of: all `count_tokens` reads."""
+
+    model: str = Field(min_length=1)
+    messages: list[Message] = Field(min_length=1)
+    system: str | list[TextBlock] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
+    thinking: Thinking | None = None
+
+
+class MessagesRequest(Conversation):
+    """A `POST /v1/messages` body."""
+
+    max_tokens: int = Field(ge=1)
+    stream: bool = False
+    stop_sequences: list[str] | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    """Accepted and dropped: OpenAI's chat API has no top_k."""
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def parse_messages_request(raw: bytes) -> MessagesRequest:
+    return _parse(MessagesRequest, raw)
+
+
+def parse_conversation(raw: bytes) -> Conversation:
+    return _parse(Conversation, raw)
+
+
+def _parse(model: type[_M], raw: bytes) -> _M:
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise _invalid(exc, raw) from None
+
+
+def _invalid(exc: ValidationError, raw: bytes) -> InvalidRequest:
+    errors = exc.errors(include_url=False)
+    if errors[0]["type"] == "json_invalid":
+        return InvalidRequest(f"request body is not valid JSON: {errors[0]['msg']}")
+    if not errors[0]["loc"]:
+        return InvalidRequest("request body must be a JSON object")
+    # Of the branches a union tried, the deepest error names the problem (the bad block
+    # inside a list, not "content is not a string").
+    error = max(errors, key=lambda e: len(e["loc"]))
+    try:
+        document = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # pydantic reads some JSON orjson refuses (NaN)
+        document = None
+    path = _path(document, error["loc"])
+    return InvalidRequest(f"{path}: {error['msg']}" if path else error["msg"], param=path or None)
+
+
+def _path(document: Any, loc: tuple[str | int, ...]) -> str:
+    """The error's location in the client's document. Pydantic's also names the union
+    branches it tried ("str", "list[...]", a block's type or a message's role): those
+    are left out by walking the document along it."""
+    if document is None:
+        return ".".join(str(p) for p in loc if "[" not in str(p) and p != "str")
+    node, parts = document, []
+    for position, item in enumerate(loc):
+        last = position == len(loc) - 1
+        if _steps_into(node, item, last):
+            node = node[item]
+            parts.append(str(item))
+        elif last and isinstance(node, dict):
+            parts.append(str(item))  # a missing field
+    return ".".join(parts)
+
+
+def _steps_into(node: Any, item: str | int, last: bool) -> bool:
+    if isinstance(node, list):
+        return isinstance(item, int) and item < len(node)
+    if not isinstance(node, dict) or item not in node:
+        return False
+    # A block's type or a message's role, followed by more: the tag of a union branch.
+    return last or item not in (node.get("type"), node.get("role"))

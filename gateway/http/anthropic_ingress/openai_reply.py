@@ -1,0 +1,70 @@
+"""What comes back from the backend, in OpenAI's shape: a chat completion or stream chunk.
+
+Validated with pydantic because it comes from the network, leniently: unknown fields are
+ignored, and what the translation does not need may be missing. Reasoning text is read
+from `reasoning_content` (vLLM, DeepSeek, the Anthropic adapter) or `reasoning`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Parsed(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class FunctionOut(_Parsed):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolCallOut(_Parsed):
+    index: int = 0
+    """Streams: which call a fragment belongs to."""
+    id: str | None = None
+    function: FunctionOut = FunctionOut()
+
+
+class MessageOut(_Parsed):
+    """A whole answer's message, and a stream chunk's delta."""
+
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[ToolCallOut] | None = None
+
+    @property
+    def thinking(self) -> str | None:
+        return self.reasoning_content or self.reasoning
+
+
+class ChoiceOut(_Parsed):
+    index: int = 0
+    message: MessageOut = MessageOut()
+    delta: MessageOut = MessageOut()
+    finish_reason: str | None = None
+    stop_reason: str | int | None = None
+    """vLLM's extension: the stop string (or token id) that ended the answer."""
+
+
+class ErrorOut(_Parsed):
+    message: str = ""
+
+
+class ChatReply(_Parsed):
+    """`chat.completion` or `chat.completion.chunk`; `usage` is kept raw for
+    `providers.usage.usage_of`, which normalises every backend's counts."""
+
+    id: str = ""
+    model: str = ""
+    choices: list[ChoiceOut] = []
+    usage: dict[str, Any] | None = None
+    error: ErrorOut | str | None = None
+    """A backend's error event in a stream (`data: {"error": ...}`)."""
+
+    @property
+    def first(self) -> ChoiceOut | None:
+        return next((c for c in self.choices if c.index == 0), None)

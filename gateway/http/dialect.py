@@ -1,0 +1,101 @@
+"""Client API formats on the proxy path: the contract, and OpenAI's, which changes nothing.
+
+The gateway routes, dispatches and accounts for OpenAI requests only. A `Dialect` is the
+edge of one client format: how a caller's key is found, how its body becomes the OpenAI
+request the proxy routes (a `Translation`), and how answers and errors go back in its
+shape. Everything between (decision, dispatch, leases, telemetry, quality) is shared, and
+the quality and usage taps keep reading the backend's OpenAI bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Protocol
+
+from starlette.responses import Response
+
+from gateway.http.responses import error_response
+from gateway.http.streaming import StreamOutcome
+from providers.base import UpstreamResponse
+from providers.errors import ApiError
+
+Authorize = Callable[[str | None], str | None]
+"""`Gateway.authorize`: an Authorization header's value to the caller's key id."""
+
+
+class Translation(Protocol):
+    """One request read into the gateway's OpenAI request, and the way its answer goes back."""
+
+    body: bytes
+    """The OpenAI request body to parse, route and forward."""
+
+    def respond(
+        self, response: UpstreamResponse, headers: dict[str, str], prompt_tokens: int
+    ) -> Response:
+        """The client's response for a whole upstream answer; raises an ApiError when the
+        answer cannot be read. `prompt_tokens` is the gateway's own estimate."""
+        ...
+
+    def relay(
+        self, chunks: AsyncIterator[bytes], outcome: StreamOutcome, prompt_tokens: int
+    ) -> AsyncIterator[bytes]:
+        """The client's stream for the relayed OpenAI SSE bytes (which end with `[DONE]` or
+        the gateway's error event, `outcome.error` set)."""
+        ...
+
+    def stream_media_type(self, upstream: str) -> str: ...
+
+
+class Dialect(Protocol):
+    """One client API format; stateless, one per proxied path."""
+
+    def authorize(self, headers: Mapping[str, str], check: Authorize) -> str | None:
+        """The caller's key id (None when auth is off); raises Unauthorized."""
+        ...
+
+    def read(self, raw: bytes) -> Translation:
+        """The request as the gateway's OpenAI request; raises an ApiError (400) if it is
+        malformed or cannot be expressed."""
+        ...
+
+    def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:
+        """Any error of the gateway's tree, in this format."""
+        ...
+
+
+class _Verbatim:
+    """An OpenAI request: forwarded as it came, its answer relayed byte for byte."""
+
+    __slots__ = ("body",)
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+
+    def respond(
+        self, response: UpstreamResponse, headers: dict[str, str], prompt_tokens: int
+    ) -> Response:
+        return Response(response.body, response.status, headers, response.content_type)
+
+    def relay(
+        self, chunks: AsyncIterator[bytes], outcome: StreamOutcome, prompt_tokens: int
+    ) -> AsyncIterator[bytes]:
+        return chunks
+
+    def stream_media_type(self, upstream: str) -> str:
+        return upstream
+
+
+class OpenAIDialect:
+    """OpenAI's own API: the identity."""
+
+    def authorize(self, headers: Mapping[str, str], check: Authorize) -> str | None:
+        return check(headers.get("authorization"))
+
+    def read(self, raw: bytes) -> Translation:
+        return _Verbatim(raw)
+
+    def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:
+        return error_response(exc, headers)
+
+
+OPENAI = OpenAIDialect()

@@ -1,0 +1,121 @@
+"""The HTTP layer under the adapters: error statuses, Retry-After, stalls, transport failures."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import aiohttp
+import pytest
+
+from providers.base import Deadlines, upstream_headers
+from providers.errors import (
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTimeout,
+)
+from providers.http_transport import HttpTransport, retry_after_s
+from tests.providers.fake_upstream import Pause, Reply, ScriptedServer
+
+KEY = "sk-transport-secret"
+DEADLINES = Deadlines(connect_s=2.0, first_byte_s=5.0, between_chunks_s=5.0)
+
+
+class RecordingMapper:
+    """A status-error hook that records what it was given."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, bytes, float | None]] = []
+
+    def __call__(self, status: int, body: bytes, retry_after: float | None) -> UpstreamError:
+        self.calls.append((status, body, retry_after))
+        return UpstreamStatusError("mapped", backend="b", upstream_status=status)
+
+
+@pytest.fixture
+async def transport() -> AsyncIterator[HttpTransport]:
+    opened = HttpTransport("b", upstream_headers(KEY), RecordingMapper(), secret=KEY)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+async def test_the_hook_gets_the_scrubbed_body_and_retry_after(upstream: ScriptedServer) -> None:
+    upstream.reply(Reply(429, f'{{"error": "slow down, {KEY}"}}'.encode(), {"retry-after": "7"}))
+    mapper = RecordingMapper()
+    transport = HttpTransport("b", upstream_headers(KEY), mapper, secret=KEY)
+    try:
+        with pytest.raises(UpstreamStatusError, match="mapped"):
+            await transport.send(upstream.url + "/v1/x", b"{}", DEADLINES)
+    finally:
+        await transport.close()
+    assert mapper.calls == [(429, b'{"error": "slow down, [redacted]"}', 7.0)]
+
+
+@pytest.mark.parametrize(("error_from_status", "is_error"), [(400, False), (300, True)])
+async def test_where_errors_start(
+    upstream: ScriptedServer, error_from_status: int, is_error: bool
+) -> None:
+    upstream.reply(Reply(307, b"", {"location": "/elsewhere"}))
+    mapper = RecordingMapper()
+    transport = HttpTransport(
+        "b", upstream_headers(KEY), mapper, secret=KEY, error_from_status=error_from_status
+    )
+    try:
+        if is_error:
+            with pytest.raises(UpstreamStatusError):
+                await transport.send(upstream.url + "/v1/x", b"{}", DEADLINES)
+        else:
+            assert (await transport.send(upstream.url + "/v1/x", b"{}", DEADLINES)).status == 307
+    finally:
+        await transport.close()
+    assert [status for status, _, _ in mapper.calls] == ([307] if is_error else [])
+    assert len(upstream.seen) == 1, "a redirect is never followed"
+
+
+async def test_a_stall_mid_stream_times_out(
+    upstream: ScriptedServer, transport: HttpTransport
+) -> None:
+    upstream.reply(Reply(body=[b"data: 1\n\n", Pause(1.0), b"data: 2\n\n"]))
+    tight = Deadlines(connect_s=2.0, first_byte_s=5.0, between_chunks_s=0.2)
+    stream = await transport.open_stream(upstream.url + "/v1/x", b"{}", tight)
+    assert stream.first_chunk == b"data: 1\n\n"
+    with pytest.raises(UpstreamTimeout, match=r"stalled for 0\.2s"):
+        _ = [chunk async for chunk in stream.rest()]
+    await stream.aclose()
+
+
+@pytest.mark.parametrize(
+    ("raised", "expected"),
+    [
+        (TimeoutError(), UpstreamTimeout),
+        (aiohttp.ServerTimeoutError(), UpstreamTimeout),
+        (aiohttp.ServerDisconnectedError(), UpstreamProtocolError),
+        (ConnectionResetError(), UpstreamProtocolError),
+    ],
+)
+async def test_transport_failures(
+    transport: HttpTransport, raised: Exception, expected: type[UpstreamError]
+) -> None:
+    """Refused connections are exercised for real in the adapters' tests."""
+    with pytest.raises(expected) as caught, transport.map_upstream_errors():
+        raise raised
+    assert caught.value.retryable
+    assert caught.value.backend == "b"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, None), ("", None), ("3", 3.0), ("-2", 0.0), ("soon", None)],
+)
+def test_retry_after_values(value: str | None, expected: float | None) -> None:
+    assert retry_after_s(value) == expected
+
+
+def test_retry_after_as_an_http_date() -> None:
+    later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    seconds = retry_after_s(later)
+    assert seconds is not None and 25 < seconds <= 30
