@@ -191,9 +191,10 @@ class Bench:
         fp, pauses = self.fingerprinter, len(self.gc_watch.pauses_us)
         hits, misses = fp.hits, fp.misses
         before = time.perf_counter_ns()
-        decision, work = self.router.decide(self.route, traits)
+        leg = self.router.decide(self.route, traits)
         total = time.perf_counter_ns() - before
         gc_pause_us = sum(self.gc_watch.pauses_us[pauses:])
+        decision, work = leg.decision, leg.work
         chosen = decision.chosen
         if chosen is not None:
             self.router.remember(chosen, work)

@@ -32,6 +32,9 @@ _SETTING_FLAGS: list[tuple[str, str, type]] = [
     ("--decode-per-seq-ms", "decode_per_seq_ms", float),
     ("--max-batched-tokens", "max_batched_tokens", int),
     ("--max-num-seqs", "max_num_seqs", int),
+    ("--rate-limit-requests-per-minute", "rate_limit_requests_per_minute", int),
+    ("--rate-limit-tokens-per-minute", "rate_limit_tokens_per_minute", int),
+    ("--api-key", "api_key", str),
 ]
 _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--fail-status", "fail_status", int),

@@ -1,7 +1,8 @@
 """What each choice says: words, JSON or a tool call, cut at stop strings, deterministically.
 
 An ``AnswerStyle`` bends that for faults (loops, a substituted model, broken tool calls)
-and for a known answer (needle retrieval).
+and for a known answer (needle retrieval). A request that asks the model to think gets
+its thinking first: words of their own, decoded like the answer, before it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import math
 import random
 import secrets
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 
@@ -20,6 +21,7 @@ from emulator.text import (
     TOKENS,
     choice_seed,
     cut_at_stop,
+    earliest_stop,
     example_for_schema,
     generate_tokens,
     seed_from_text,
@@ -31,6 +33,7 @@ from emulator.tool_faults import ToolFault, corrupt_tool_call
 # its logprobs from a differently salted table.
 SUBSTITUTE_SALT = b"substitute-model:"
 _SUBSTITUTE_SEED = 0x5DEECE66D_2545F491
+_THINKING_SEED = 0x7468_696E_6B69_6E67  # "thinking": other words than the answer's
 _LOOP_PHRASE_TOKENS = 3
 
 
@@ -44,6 +47,8 @@ class ToolCall:
 class ChoiceOutput:
     """One choice: its pieces (content tokens or tool-argument fragments), in order.
 
+    The first ``thinking_pieces`` pieces are thinking, the rest the answer; both count
+    in ``completion_tokens``. ``stop_sequence`` is the stop string that ended the answer.
     ``logprob_salt`` selects the logprob table of the model that wrote it.
     """
 
@@ -53,6 +58,16 @@ class ChoiceOutput:
     completion_tokens: int
     tool_call: ToolCall | None = None
     logprob_salt: bytes = b""
+    thinking_pieces: int = 0
+    stop_sequence: str | None = None
+
+    @property
+    def thinking(self) -> list[str]:
+        return self.pieces[: self.thinking_pieces]
+
+    @property
+    def answer(self) -> list[str]:
+        return self.pieces[self.thinking_pieces :]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,16 +100,32 @@ def generate_choices(
 def _one_choice(
     request: GenerationRequest, index: int, seed: int, style: AnswerStyle
 ) -> ChoiceOutput:
+    answer = _answer(request, index, seed, style)
+    if not request.thinking_tokens:
+        return answer
+    thinking = _words(seed ^ _THINKING_SEED, request.thinking_tokens, style.substitute)
+    return replace(
+        answer,
+        pieces=thinking + answer.pieces,
+        completion_tokens=len(thinking) + answer.completion_tokens,
+        thinking_pieces=len(thinking),
+    )
+
+
+def _answer(request: GenerationRequest, index: int, seed: int, style: AnswerStyle) -> ChoiceOutput:
     if request.tool is not None:
         return _tool_choice(request.tool, index, request.max_tokens, style.tool_fault)
     pieces, finish = _content(request, seed, style)
     tokens = len(pieces)
-    stopped = cut_at_stop(pieces, request.sampling.stop) if request.sampling.stop else None
+    stops = request.sampling.stop
+    stopped = cut_at_stop(pieces, stops) if stops else None
+    matched = None
     if stopped is not None:
+        matched = earliest_stop("".join(pieces), stops)
         pieces, tokens = stopped
         finish = "stop"
     salt = SUBSTITUTE_SALT if style.substitute else b""
-    return ChoiceOutput(index, pieces, finish, tokens, logprob_salt=salt)
+    return ChoiceOutput(index, pieces, finish, tokens, logprob_salt=salt, stop_sequence=matched)
 
 
 def _content(request: GenerationRequest, seed: int, style: AnswerStyle) -> tuple[list[str], str]:

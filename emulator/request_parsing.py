@@ -67,6 +67,7 @@ class GenerationRequest:
     tool: ToolSpec | None = None
     json_schema: object | None = None
     json_object: bool = False
+    thinking_tokens: int = 0  # thinking before the answer, on top of max_tokens
 
 
 @dataclass(frozen=True, slots=True)

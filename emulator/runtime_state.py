@@ -8,6 +8,7 @@ from emulator.fault_injection import FaultInjector
 from emulator.kv_cache import KVCache
 from emulator.metrics import EngineCounters, EngineSnapshot
 from emulator.prompt_blocks import PromptHasher
+from emulator.rate_limits import RateLimiter
 from emulator.scheduler import BatchParams, BatchScheduler, StepClock
 from emulator.settings import EmulatorSettings, Faults
 from emulator.timing import LinearTiming, TimingModel
@@ -55,6 +56,9 @@ class EmulatorRuntime:
         self.injector = FaultInjector(settings.faults.model_copy())
         self.stats = EmulatorStats()
         self.counters = EngineCounters()
+        self.limiter = RateLimiter(
+            settings.rate_limit_requests_per_minute, settings.rate_limit_tokens_per_minute
+        )
         self.engine: BatchedEngine | None = None
         if settings.cost_model == "batched":
             self.engine = BatchedEngine(settings, self.counters, clock)

@@ -11,7 +11,7 @@ from emulator.settings import EmulatorSettings
 
 
 class EmulatorServer:
-    """An emulated OpenAI-compatible engine on loopback.
+    """An emulated engine on loopback, speaking OpenAI's, Anthropic's and Gemini's formats.
 
     ``port=0`` binds a free port; read the real one from ``.port`` or ``.base_url``
     after ``start()``. Faults and counters are live on ``.runtime``.
@@ -35,6 +35,12 @@ class EmulatorServer:
     def base_url(self) -> str:
         """OpenAI base URL, ending in ``/v1``."""
         return f"{self._server.url}/v1"
+
+    @property
+    def origin(self) -> str:
+        """The address without a path: the base URL the Anthropic and Gemini SDKs take
+        (Anthropic's API is under ``/v1``, Gemini's under ``/v1beta``)."""
+        return self._server.url
 
     async def start(self) -> None:
         await self._server.start()

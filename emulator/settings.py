@@ -122,6 +122,18 @@ class EmulatorOptions(BaseModel):
         4096, ge=1, description="Batched: prompt tokens prefilled per step, at most."
     )
     max_num_seqs: int = Field(256, ge=1, description="Batched: sequences running at once.")
+    rate_limit_requests_per_minute: int | None = Field(
+        None,
+        ge=1,
+        description="Inference requests admitted per minute (a bucket refilled continuously); "
+        "beyond it: 429 with Retry-After. Null: no limit.",
+    )
+    rate_limit_tokens_per_minute: int | None = Field(
+        None,
+        ge=1,
+        description="Prompt plus maximum output tokens admitted per minute; beyond it: 429 "
+        "with Retry-After. Null: no limit.",
+    )
 
     @model_validator(mode="after")
     def _check_kv_capacity(self) -> Self:
@@ -136,6 +148,13 @@ class EmulatorSettings(EmulatorOptions):
     """Everything an emulated engine is started with: its options and the models it serves."""
 
     models: list[str] = Field(default_factory=lambda: ["emulated-model"], min_length=1)
+    api_key: str | None = Field(
+        None,
+        min_length=1,
+        repr=False,
+        description="The key clients must present (Authorization: Bearer, x-api-key or "
+        "x-goog-api-key, by format); null: any key or none.",
+    )
 
     @classmethod
     def serving(cls, models: Sequence[str], options: EmulatorOptions | None = None) -> Self:

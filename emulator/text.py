@@ -65,10 +65,10 @@ def cut_at_stop(pieces: list[str], stops: tuple[str, ...]) -> tuple[list[str], i
     match (the count a real engine bills), or None when no stop string occurs.
     """
     text = "".join(pieces)
-    matches = [(pos, len(stop)) for stop in stops if stop and (pos := text.find(stop)) >= 0]
-    if not matches:
+    stop = earliest_stop(text, stops)
+    if stop is None:
         return None
-    cut, length = min(matches)
+    cut, length = text.find(stop), len(stop)
     kept: list[str] = []
     consumed = offset = 0
     for piece in pieces:
@@ -79,6 +79,12 @@ def cut_at_stop(pieces: list[str], stops: tuple[str, ...]) -> tuple[list[str], i
         if offset >= cut + length:
             break
     return [piece for piece in kept if piece], consumed
+
+
+def earliest_stop(text: str, stops: tuple[str, ...]) -> str | None:
+    """The stop string that occurs first in ``text`` (the shortest of those at one place)."""
+    matches = [(pos, len(stop), stop) for stop in stops if stop and (pos := text.find(stop)) >= 0]
+    return min(matches)[2] if matches else None
 
 
 def token_logprob(token: str, salt: bytes = b"") -> float:

@@ -7,6 +7,7 @@ import os
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from emulator.settings import EmulatorOptions
+from gateway.placement import PlacementTag
 from gateway.quality.config import ProbeConfig
 from gateway.telemetry.config import PricingConfig
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, BackendKind, ProviderSettings
@@ -94,6 +95,10 @@ class BackendConfig(StrictConfig):
         None, description="Name of the environment variable holding the key; never the key."
     )
     models: list[str] = Field(min_length=1)
+    tags: list[PlacementTag] = Field(
+        default_factory=list,
+        description="Placement tags (`local`, `eu`, ...) that routes and requests may require.",
+    )
     context_window_tokens: int | None = Field(
         None, ge=1, description="Prompt plus output tokens it accepts per sequence; unset: unknown."
     )

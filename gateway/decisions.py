@@ -1,5 +1,5 @@
 """A bounded in-memory ring of recent routing decisions and what became of them: each
-request's decision, the fallback routes it moved on to, and every attempt."""
+request's decision and placement, the fallback routes it moved on to, and every attempt."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from gateway.placement import Placement
 from gateway.prefix.work import PromptWork
 from policies import describe_decision
 from policies.decision import Decision
@@ -28,10 +29,12 @@ class Attempt:
 
 @dataclass(slots=True)
 class FallbackLeg:
-    """A fallback route the request moved on to: its own decision and prompt work."""
+    """A fallback route the request moved on to: its own decision, prompt work and
+    placement."""
 
     decision: Decision
     work: PromptWork
+    placement: Placement | None = None
 
 
 @dataclass(slots=True)
@@ -46,6 +49,9 @@ class DecisionRecord:
     """The fallback routes decided, in the order they were reached."""
     left: list[str] = field(default_factory=list)
     """Why the request left each route, in order (the first route's reason first)."""
+    placement: Placement | None = None
+    """The tags the request required on the first route, from which sources, and the
+    members they excluded (None: not recorded, as in records made before routing)."""
     _rendered: bytes | None = None
 
     @property
@@ -93,7 +99,7 @@ class DecisionRecord:
         return described
 
     def _describe(self) -> dict[str, Any]:
-        out = _with_work(describe_decision(self.decision), self.work)
+        out = _described(self.decision, self.work, self.placement)
         out["attempts"] = [
             {
                 "backend": a.backend,
@@ -112,7 +118,7 @@ class DecisionRecord:
         decisions = [self.decision, *(leg.decision for leg in self.fallbacks)]
         out["route_chain"] = route_chain(decisions, self.left)
         out["fallbacks"] = [
-            _with_work(describe_decision(leg.decision), leg.work) for leg in self.fallbacks
+            _described(leg.decision, leg.work, leg.placement) for leg in self.fallbacks
         ]
         return out
 
@@ -126,9 +132,11 @@ def route_chain(decisions: list[Decision], left: list[str]) -> list[dict[str, An
     ]
 
 
-def _with_work(described: dict[str, Any], work: PromptWork) -> dict[str, Any]:
+def _described(decision: Decision, work: PromptWork, placement: Placement | None) -> dict[str, Any]:
+    described = describe_decision(decision)
     described["prompt_tokens"] = work.prompt_tokens
     described["predicted_cached_tokens"] = dict(work.cached_tokens)
+    described["placement"] = placement.describe() if placement is not None else None
     return described
 
 

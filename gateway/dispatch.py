@@ -2,11 +2,12 @@
 
 A retry is "the next acceptable candidate". Failures before the first byte move on; a
 4xx from the backend is the client's problem and goes straight back. When a route has no
-candidate left (all filtered out, or every attempt failed before its first byte), the
-request moves on to the route's fallbacks, each deciding among its own backends; the
-attempt budget and the deadline are the request's, whichever route it is on. Each attempt
-asks its backend for the model that route's member names, and holds a `Lease` on it; the
-one that answers is handed to the caller, which finishes it when the response ends.
+candidate left (none carrying the tags the request requires, all filtered out, or every
+attempt failed before its first byte), the request moves on to the route's fallbacks,
+each deciding among its own backends that carry those tags; the attempt budget and the
+deadline are the request's, whichever route it is on. Each attempt asks its backend for
+the model that route's member names, and holds a `Lease` on it; the one that answers is
+handed to the caller, which finishes it when the response ends.
 In-flight counts are released on every path, including cancellation.
 """
 
@@ -20,7 +21,7 @@ from typing import Generic, TypeVar
 
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord, FallbackLeg
-from gateway.errors import CapacityExhausted, NoBackendAvailable
+from gateway.errors import CapacityExhausted, NoBackendAvailable, PlacementUnsatisfiable
 from gateway.fleet.state import FleetState
 from gateway.lease import Lease, PrefixMemory
 from gateway.routing import Leg, RoutePlan
@@ -85,29 +86,41 @@ class Dispatcher:
 
     async def _try_routes(self, plan: RoutePlan, trial: _Trial[T]) -> tuple[Lease, T]:
         """Each route of the plan in turn until one answers. The client gets the last
-        attempt's error, or, when no attempt was made, the last route's."""
-        record = trial.record
+        attempt's error, or, when no attempt was made, the last route's that had members
+        the request's tags allow; when no route had any, what each one lacked (400)."""
         leg: Leg | None = plan.first
         failed: UpstreamError | None = None
         empty: ApiError | None = None
+        unplaced: list[str] = []
         while leg is not None:
             try:
                 return await self._try_leg(leg, trial, last_route=not plan.has_fallback)
+            except PlacementUnsatisfiable as exc:
+                unplaced.append(why := exc.message)
             except (NoBackendAvailable, CapacityExhausted) as exc:
                 empty, why = exc, exc.message
             except UpstreamError as exc:
                 if not exc.retryable:
                     raise
                 failed, why = exc, f"every attempt failed before its first byte ({exc.code})"
-            leg = None
-            if plan.has_fallback:
-                stop = self._stop_reason(trial)
-                leg = plan.fallback() if stop is None else None
-                why = why if stop is None else f"{why}; {stop}"
-            record.left.append(why)
-            if leg is not None:
-                record.fallbacks.append(FallbackLeg(leg.decision, leg.work))
-        raise failed or empty or NoBackendAvailable("no route could serve this request")
+            leg = self._next_leg(plan, trial, why)
+        error: ApiError | None = failed or empty
+        if error is None and unplaced:
+            error = PlacementUnsatisfiable("; ".join(unplaced))
+        raise error or NoBackendAvailable("no route could serve this request")
+
+    def _next_leg(self, plan: RoutePlan, trial: _Trial[T], why: str) -> Leg | None:
+        """The plan's next route, decided, if the request may go on; `why` it left this
+        one is recorded either way."""
+        record, leg = trial.record, None
+        if plan.has_fallback:
+            stop = self._stop_reason(trial)
+            leg = plan.fallback() if stop is None else None
+            why = why if stop is None else f"{why}; {stop}"
+        record.left.append(why)
+        if leg is not None:
+            record.fallbacks.append(FallbackLeg(leg.decision, leg.work, leg.placement))
+        return leg
 
     def _stop_reason(self, trial: _Trial[T]) -> str | None:
         """Why the request may not go on to a fallback route, if it may not."""
@@ -118,18 +131,9 @@ class Dispatcher:
         return None
 
     async def _try_leg(self, leg: Leg, trial: _Trial[T], *, last_route: bool) -> tuple[Lease, T]:
-        decision = leg.decision
-        if not decision.order:
-            names = [c.backend for c in decision.candidates]
-            if names and all(self._state.at_capacity(n) for n in names):
-                raise CapacityExhausted(
-                    f"every backend of route {decision.route!r} is at max_concurrency"
-                )
-            raise NoBackendAvailable(
-                f"no backend of route {decision.route!r} can serve this request: "
-                f"{decision.picker_reason}"
-            )
-        order = list(decision.order)
+        if leg.placement.unmet or not leg.decision.order:
+            raise self._no_candidate(leg)
+        order = list(leg.decision.order)
         last: UpstreamError | None = None
         while order and len(trial.record.attempts) < self._config.retry.max_attempts:
             if self._clock() >= trial.deadline:
@@ -147,6 +151,17 @@ class Dispatcher:
         if last is not None:
             raise last
         raise NoBackendAvailable("request deadline passed before any backend answered")
+
+    def _no_candidate(self, leg: Leg) -> ApiError:
+        """The error saying why `leg`'s decision ordered no backend."""
+        placement, decision = leg.placement, leg.decision
+        if placement.unmet:
+            return PlacementUnsatisfiable(placement.message())
+        members = placement.members_phrase
+        names = [c.backend for c in decision.candidates]
+        if names and all(self._state.at_capacity(n) for n in names):
+            return CapacityExhausted(f"every {members} is at max_concurrency")
+        return NoBackendAvailable(f"no {members} can serve this request: {decision.picker_reason}")
 
     async def _attempt(self, leg: Leg, name: str, trial: _Trial[T]) -> tuple[Lease, T]:
         started = self._clock()

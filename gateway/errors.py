@@ -3,6 +3,7 @@
 SwitchyardError (providers.errors.ApiError: 500 internal_error)
 ├── ClientError (4xx: the request is wrong)
 │   ├── InvalidRequest 400, Unauthorized 401, NotFound 404, PayloadTooLarge 413
+│   ├── PlacementUnsatisfiable 400
 │   └── CapacityExhausted 429
 └── UpstreamError (providers/errors.py: the backend failed, with its own subclasses)
     └── NoBackendAvailable 503
@@ -27,6 +28,13 @@ class ClientError(SwitchyardError):
 
 class InvalidRequest(ClientError):
     pass
+
+
+class PlacementUnsatisfiable(ClientError):
+    """No backend the request may use carries every tag it requires: a property of the
+    config, not of the fleet's state, so trying again later cannot help (hence not 503)."""
+
+    code = "placement_unsatisfiable"
 
 
 class Unauthorized(ClientError):

@@ -28,7 +28,7 @@ def explain_request(
     # Nothing is sent, so only a route left without candidates moves on to its fallback.
     legs, left = [plan.first], []
     while not legs[-1].decision.order and (leg := plan.fallback()) is not None:
-        left.append(legs[-1].decision.picker_reason)
+        left.append(legs[-1].empty_reason)
         legs.append(leg)
     return {
         "route": route.name,
@@ -36,9 +36,14 @@ def explain_request(
         "upstream_models": dict(route.upstream_models),
         "prompt_tokens": plan.first.work.prompt_tokens,
         **describe_decision(plan.first.decision),
+        "placement": plan.first.placement.describe(),
         "route_chain": route_chain([leg.decision for leg in legs], left),
         "fallbacks": [
-            {"upstream_models": dict(leg.route.upstream_models), **describe_decision(leg.decision)}
+            {
+                "upstream_models": dict(leg.route.upstream_models),
+                **describe_decision(leg.decision),
+                "placement": leg.placement.describe(),
+            }
             for leg in legs[1:]
         ],
     }

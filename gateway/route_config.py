@@ -1,5 +1,6 @@
 """A route's configuration: its public name, its members (a backend and the upstream model
-asked of it), its profile and SLA targets, and the routes it falls back to."""
+asked of it), its profile and SLA targets, the placement tags it requires, and the routes
+it falls back to."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic import Discriminator, Field, Tag
 
 from gateway.backend_config import BackendConfig
 from gateway.backend_config import StrictConfig as _Strict
+from gateway.placement import PlacementTag
 
 
 class SlaConfig(_Strict):
@@ -72,6 +74,10 @@ class RouteConfig(_Strict):
         default_factory=list,
         description="Routes tried in order when none of this route's backends can serve.",
     )
+    require_tags: list[PlacementTag] = Field(
+        default_factory=list,
+        description="Tags a backend must all carry to serve this route, on its fallbacks too.",
+    )
 
     @cached_property
     def members(self) -> tuple[RouteMember, ...]:
@@ -107,6 +113,7 @@ def route_problems(
     problems: list[str] = []
     for i, route in enumerate(routes):
         problems += _member_problems(i, route, by_name)
+        problems += _placement_problems(i, route, by_name)
         if profile_names is not None and route.profile not in profile_names:
             problems.append(f"routes.{i}.profile: unknown profile {route.profile!r}")
     return problems + _fallback_problems(routes)
@@ -134,6 +141,20 @@ def _member_problems(
                 f"{where}{field}: backend {name!r} does not serve model {member.model!r}"
             )
     return problems
+
+
+def _placement_problems(
+    i: int, route: RouteConfig, backends: Mapping[str, BackendConfig] | None
+) -> list[str]:
+    """A route whose own `require_tags` none of its members carries could never serve."""
+    required = frozenset(route.require_tags)
+    if not required or backends is None:
+        return []
+    known = [backends[name] for name in route.backend_names if name in backends]
+    if not known or any(required <= frozenset(b.tags) for b in known):
+        return []  # unknown members are reported on their own
+    tags = ", ".join(sorted(required))
+    return [f"routes.{i}.require_tags: no backend of route {route.name!r} has tags {tags}"]
 
 
 def _fallback_problems(routes: Sequence[RouteConfig]) -> list[str]:

@@ -1,5 +1,6 @@
-"""The request pipeline: route lookup, prompt fingerprint, snapshot, policy decision, and
-the plan of routes a request may take (its route, then the fallbacks, decided lazily)."""
+"""The request pipeline: route lookup, placement, prompt fingerprint, snapshot, policy
+decision, and the plan of routes a request may take (its route, then the fallbacks,
+decided lazily, each among only the members carrying every tag the request requires)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from gateway.config import Config, RouteConfig
 from gateway.errors import NotFound
 from gateway.fleet.state import FleetState
+from gateway.placement import NO_REQUIREMENT, Placement, TagRequirement, place
 from gateway.prefix.fingerprint import Fingerprint, Fingerprinter
 from gateway.prefix.index import CacheSpec, PrefixIndex
 from gateway.prefix.token_count import TokenCounter
@@ -37,6 +39,9 @@ class RequestTraits:
     messages: list[Any] | None = None
     tools: Any = None
     prompt: str | None = None
+    required_tags: TagRequirement = NO_REQUIREMENT
+    """Placement tags the request requires (its header's; a client key's to come), each
+    route of its plan adding its own `require_tags`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +56,15 @@ class _Prepared:
     """Members with a context window of their own, overriding the backend's."""
     chain: tuple[str, ...]
     """The route, then its fallbacks in the order they are tried."""
+    own: Placement
+    """The members placed by the route's own `require_tags` alone (most requests')."""
 
 
-def _prepare(route: RouteConfig, routes: Mapping[str, RouteConfig]) -> _Prepared:
+def _prepare(
+    route: RouteConfig, routes: Mapping[str, RouteConfig], tags: Mapping[str, frozenset[str]]
+) -> _Prepared:
     members = route.members
+    requirement = NO_REQUIREMENT.require(_source(route), route.require_tags)
     return _Prepared(
         names=route.backend_names,
         members=frozenset(route.backend_names),
@@ -65,7 +75,12 @@ def _prepare(route: RouteConfig, routes: Mapping[str, RouteConfig]) -> _Prepared
             if m.context_window_tokens is not None
         },
         chain=fallback_chain(route, routes),
+        own=place(route.name, route.backend_names, tags, requirement),
     )
+
+
+def _source(route: RouteConfig) -> str:
+    return f"route:{route.name}"
 
 
 class Router:
@@ -82,7 +97,10 @@ class Router:
     ) -> None:
         self._quality = quality
         self._routes = {route.name: route for route in config.routes}
-        self._prepared = {route.name: _prepare(route, self._routes) for route in config.routes}
+        self._tags = {b.name: frozenset(b.tags) for b in config.backends}
+        self._prepared = {
+            route.name: _prepare(route, self._routes, self._tags) for route in config.routes
+        }
         self._state = state
         self._pipelines = pipelines
         self.fingerprinter = Fingerprinter(counter or TokenCounter())
@@ -115,10 +133,14 @@ class Router:
         chain = [self._routes[name] for name in self._prepared[route.name].chain]
         return RoutePlan(self, chain, traits)
 
-    def decide(self, route: RouteConfig, traits: RequestTraits) -> tuple[Decision, PromptWork]:
+    def decide(self, route: RouteConfig, traits: RequestTraits) -> Leg:
+        """Decide among `route`'s members that carry every tag required of them."""
         raw_id = os.urandom(8)
         prepared = self._prepared[route.name]
-        work = self._work(route, traits)
+        placement = self._place(route, traits.required_tags)
+        names = placement.allowed
+        members = prepared.members if names == prepared.names else frozenset(names)
+        work = self._work(route, traits, names)
         info = RequestInfo(
             route=route.name,
             model=route.model,
@@ -132,29 +154,37 @@ class Router:
             ttft_slo_ms=traits.ttft_slo_ms or route.sla.ttft_ms,
             tpot_slo_ms=traits.tpot_slo_ms or route.sla.tpot_ms,
             member_models=prepared.models,
+            required_tags=placement.requirement.tags,
         )
-        views = self._views(prepared)
+        views = self._views(prepared, names)
         quality = self._quality
         snapshot = Snapshot(
             request=info,
             backends=views,
             now_s=time.time(),
             cached_tokens=work.cached_tokens,
-            quality=QualityViews(
-                quality, prepared.names, route.model, prepared.members, prepared.models
-            )
+            quality=QualityViews(quality, names, route.model, members, prepared.models)
             if quality is not None
             else {},
         )
         decision = self._pipelines[route.profile].decide(
             snapshot, list(views.values()), raw_id.hex()
         )
-        return decision, work
+        return Leg(route, decision, work, placement)
 
-    def _views(self, prepared: _Prepared) -> dict[str, BackendView]:
-        views = self._state.views(prepared.names)
+    def _place(self, route: RouteConfig, requirement: TagRequirement) -> Placement:
+        """The route's members allowed by `requirement` plus the route's own tags."""
+        own = self._prepared[route.name].own
+        requirement = requirement.require(_source(route), route.require_tags)
+        if requirement == own.requirement:
+            return own
+        return place(route.name, route.backend_names, self._tags, requirement)
+
+    def _views(self, prepared: _Prepared, names: Sequence[str]) -> dict[str, BackendView]:
+        views = self._state.views(names)
         for name, window in prepared.windows.items():
-            views[name] = replace(views[name], context_window_tokens=window)
+            if name in views:
+                views[name] = replace(views[name], context_window_tokens=window)
         return views
 
     def remember(self, backend: str, work: PromptWork) -> None:
@@ -181,12 +211,11 @@ class Router:
         elif reported_cached >= predicted and reported_cached > 0:
             self.index.grow(group)
 
-    def _work(self, route: RouteConfig, traits: RequestTraits) -> PromptWork:
+    def _work(self, route: RouteConfig, traits: RequestTraits, names: Sequence[str]) -> PromptWork:
         fingerprint = self._fingerprint(route.model, traits)
         if fingerprint is None:
             return PromptWork()
         group = self._group
-        names = self._prepared[route.name].names
         matched = self.index.match(fingerprint.blocks, {group[name] for name in names})
         # Backends mostly share a few prefix lengths (none, the system prompt, the whole).
         tokens = {n: fingerprint.tokens_in(n) for n in {0, *matched.values()}}
@@ -209,6 +238,15 @@ class Leg:
     route: RouteConfig
     decision: Decision
     work: PromptWork
+    placement: Placement
+    """Which members the request's tags allowed; the decision saw only those."""
+
+    @property
+    def empty_reason(self) -> str:
+        """Why the decision ordered no backend, when it ordered none."""
+        if self.placement.unmet:
+            return self.placement.message()
+        return self.decision.picker_reason
 
 
 class RoutePlan:
@@ -219,10 +257,12 @@ class RoutePlan:
     __slots__ = ("_rest", "_router", "_traits", "first")
 
     def __init__(self, router: Router, chain: Sequence[RouteConfig], traits: RequestTraits) -> None:
-        self._router, self._traits = router, traits
+        first = chain[0]
+        # The named route's tags hold on its fallbacks too, as the request's own do.
+        required = traits.required_tags.require(_source(first), first.require_tags)
+        self._router, self._traits = router, replace(traits, required_tags=required)
         self._rest = list(chain[1:])
-        decision, work = router.decide(chain[0], traits)
-        self.first = Leg(chain[0], decision, work)
+        self.first = router.decide(first, self._traits)
 
     @property
     def has_fallback(self) -> bool:
@@ -232,6 +272,4 @@ class RoutePlan:
         """The next route's decision (on the fleet as it is now), or None at the end."""
         if not self._rest:
             return None
-        route = self._rest.pop(0)
-        decision, work = self._router.decide(route, self._traits)
-        return Leg(route, decision, work)
+        return self._router.decide(self._rest.pop(0), self._traits)

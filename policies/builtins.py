@@ -17,6 +17,7 @@ from policies import (  # noqa: F401  (imported to register their policies)
     load_scorer,
     max_score_picker,
     model_match_filter,
+    placement_filter,
     prefix_cache_scorer,
     quality_filter,
     quality_scorer,

@@ -44,6 +44,8 @@ class BackendView:
     context_window_tokens: int | None = None
     """Prompt plus output tokens one sequence may hold for the route's model here; None
     when unknown."""
+    tags: frozenset[str] = frozenset()
+    """Placement tags: what the backend is (`local`, `eu`, `no-retention`)."""
 
 
 QualityState = Literal["healthy", "probation", "ejected", "unknown"]
@@ -87,6 +89,8 @@ class RequestInfo:
     member_models: Mapping[str, str] = field(default_factory=dict)
     """The upstream model id asked of each backend whose id differs from `model` (a route
     over differently named models); empty when every backend takes `model`."""
+    required_tags: frozenset[str] = frozenset()
+    """Placement tags the serving backend must all carry (the route's, the request's)."""
 
     def model_at(self, backend: str) -> str:
         """The upstream model id this request asks of `backend`."""

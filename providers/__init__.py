@@ -18,17 +18,26 @@ from providers.emulated import EmulatedProvider
 from providers.errors import (
     ApiError,
     UpstreamConnectError,
+    UpstreamCredentialsRefused,
     UpstreamError,
     UpstreamProtocolError,
     UpstreamStatusError,
     UpstreamTimeout,
 )
 from providers.openai_compatible import OpenAICompatibleProvider
+from providers.presets import PRESETS, Preset, preset_of, with_preset_defaults
+from providers.rate_limits import RateLimitSignal, rate_limit_signal
 from providers.registry import open_provider
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, BackendKind, ProviderSettings
+from providers.settings import (
+    DEFAULT_IDLE_KEEPALIVE_S,
+    BackendKind,
+    PresetName,
+    ProviderSettings,
+)
 
 __all__ = [
     "DEFAULT_IDLE_KEEPALIVE_S",
+    "PRESETS",
     "AnthropicProvider",
     "ApiError",
     "BackendKind",
@@ -36,10 +45,14 @@ __all__ = [
     "EmulatedProvider",
     "HealthResult",
     "OpenAICompatibleProvider",
+    "Preset",
+    "PresetName",
     "Provider",
     "ProviderFactory",
     "ProviderSettings",
+    "RateLimitSignal",
     "UpstreamConnectError",
+    "UpstreamCredentialsRefused",
     "UpstreamError",
     "UpstreamProtocolError",
     "UpstreamRequest",
@@ -48,4 +61,7 @@ __all__ = [
     "UpstreamStream",
     "UpstreamTimeout",
     "open_provider",
+    "preset_of",
+    "rate_limit_signal",
+    "with_preset_defaults",
 ]

@@ -24,6 +24,8 @@ class _BackendState:
     """The detector's record for this backend: read here, written by HealthDetector."""
     models: frozenset[str] = frozenset()
     """`config.models`, frozen once: every decision's views share it."""
+    tags: frozenset[str] = frozenset()
+    """`config.tags`, frozen once, likewise."""
     in_flight: int = 0
     queued_prefill_tokens: int = 0
     decoding: int = 0
@@ -69,6 +71,7 @@ class FleetState:
                 BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms),
                 self._health.of(b.name),
                 frozenset(b.models),
+                frozenset(b.tags),
             )
             for b in configs
         }
@@ -134,6 +137,7 @@ class FleetState:
             engine_waiting=engine.waiting if engine else None,
             engine_kv_usage=engine.kv_usage if engine else None,
             context_window_tokens=cfg.context_window_tokens,
+            tags=state.tags,
         )
 
     def _fresh_engine(self, state: _BackendState, now: float) -> EngineLoad | None:
@@ -238,6 +242,7 @@ class FleetState:
                     "name": state.config.name,
                     "kind": state.config.kind,
                     "models": state.config.models,
+                    "tags": sorted(state.tags),
                     "healthy": healthy,
                     "health_reason": reason,
                     "in_flight": state.in_flight,

@@ -4,7 +4,8 @@ Ingress (auth, body, parse), decide (route and policy decision), dispatch (the r
 candidates, one lease at a time) and relay, in that order, all in this module; the way
 back (freeing the backend, learning, recording) is `Exchange`'s, in one place. A path's
 `Dialect` reads its client's format into the OpenAI request routed here and shapes the
-answer and errors back (OpenAI's own changes nothing; `/v1/messages` is Anthropic's).
+answer and errors back (OpenAI's own changes nothing; `/v1/messages` is Anthropic's,
+`/v1/responses` OpenAI's Responses API).
 
 Served straight from the ASGI entry point (no framework middleware on the hot path). Once
 the body is read, one watcher task waits for the client to disconnect and cancels the
@@ -31,6 +32,7 @@ from gateway.http.anthropic_ingress.messages_dialect import MESSAGES
 from gateway.http.dialect import OPENAI, Dialect, Translation
 from gateway.http.exchange import Exchange
 from gateway.http.model_rename import renamed_response, served_model, stream_renamer
+from gateway.http.responses_ingress.responses_dialect import RESPONSES
 from gateway.http.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
 from gateway.http.wire import UpstreamBodies, check_length, parse_body, traits_of
 from gateway.quality.collect import StreamCollector, collect_body
@@ -55,6 +57,7 @@ ROUTES: dict[str, ProxyPath] = {
     "/v1/completions": ProxyPath("completions", OPENAI),
     "/v1/embeddings": ProxyPath("embeddings", OPENAI),
     "/v1/messages": ProxyPath("chat.completions", MESSAGES),
+    "/v1/responses": ProxyPath("chat.completions", RESPONSES),
 }
 _UPSTREAM_PATHS: dict[Endpoint, str] = {
     "chat.completions": "/chat/completions",
@@ -128,7 +131,8 @@ async def _respond(
         gateway.telemetry.rejected(exc.code or exc.type)
         return dialect.error_response(exc)
     decision = plan.first.decision
-    record = exchange.record = DecisionRecord(decision, plan.first.work)
+    record = DecisionRecord(decision, plan.first.work, placement=plan.first.placement)
+    exchange.record = record
     gateway.ring.add(record)
     exchange.route, exchange.stream = route.name, traits.stream
     if gateway.config.store.store_prompts:

@@ -8,8 +8,10 @@ from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.datastructures import Headers
 
 from gateway.errors import InvalidRequest, PayloadTooLarge
+from gateway.placement import NO_REQUIREMENT, TagRequirement, header_tags
 from gateway.routing import RequestTraits
 from policies.snapshot import Endpoint
 from providers.base import UpstreamRequest
@@ -110,6 +112,7 @@ def traits_of(
         messages=body.get("messages") if endpoint == "chat.completions" else None,
         tools=body.get("tools"),
         prompt=prompt if isinstance(prompt, str) else None,
+        required_tags=required_tags(headers),
     )
 
 
@@ -132,6 +135,22 @@ class UpstreamBodies:
             forwarded = orjson.dumps({**self._body, "model": model})
             made = self._made[model] = UpstreamRequest(self._path, forwarded, self._stream)
         return made
+
+
+REQUIRE_TAGS_HEADER = "x-switchyard-require-tags"
+
+
+def required_tags(headers: Mapping[str, str]) -> TagRequirement:
+    """The placement tags the request's header requires (source `header`). Every instance
+    of a repeated header counts: a constraint is never dropped for being sent twice."""
+    if isinstance(headers, Headers):
+        values = headers.getlist(REQUIRE_TAGS_HEADER)
+    else:
+        value = headers.get(REQUIRE_TAGS_HEADER)
+        values = [] if value is None else [value]
+    if not values:
+        return NO_REQUIREMENT
+    return NO_REQUIREMENT.require("header", header_tags(values, REQUIRE_TAGS_HEADER))
 
 
 def slo_header(value: str | None, name: str) -> float | None:

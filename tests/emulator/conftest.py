@@ -78,3 +78,28 @@ async def request_stats(http: httpx.AsyncClient) -> dict[str, float]:
 def control_url(http: httpx.AsyncClient, name: str) -> httpx.URL:
     """URL of an /emulator/* endpoint; those live outside the client's /v1 base."""
     return http.base_url.join(f"/emulator/{name}")
+
+
+ANTHROPIC_HEADERS = {"anthropic-version": "2023-06-01"}
+
+
+def sse_events(text: str) -> list[tuple[str | None, Any]]:
+    """(event name, decoded data) of each event of an SSE body, in order."""
+    events: list[tuple[str | None, Any]] = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        name, data = None, None
+        for line in block.split("\n"):
+            if line.startswith("event: "):
+                name = line.removeprefix("event: ")
+            elif line.startswith("data: "):
+                data = orjson.loads(line.removeprefix("data: "))
+        if name is not None or data is not None:
+            events.append((name, data))
+    return events
+
+
+@pytest.fixture
+async def root_client(emulator: EmulatorServer) -> AsyncIterator[httpx.AsyncClient]:
+    """A client at the emulator's origin: Anthropic's paths are under /v1, Gemini's /v1beta."""
+    async with httpx.AsyncClient(base_url=emulator.origin, timeout=10) as http:
+        yield http

@@ -67,3 +67,18 @@ async def test_sdk_honours_retry_after(start_emulator: StartEmulator) -> None:
     with pytest.raises(openai.NotFoundError):
         async with _sdk(server) as sdk:
             await sdk.embeddings.create(model="missing", input="x")
+
+
+async def test_sdk_error_types_for_keys_and_rate_limits(start_emulator: StartEmulator) -> None:
+    server = await start_emulator(api_key="secret", rate_limit_requests_per_minute=1)
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="wrong", max_retries=0) as sdk:
+        with pytest.raises(openai.AuthenticationError):
+            await sdk.chat.completions.create(model=MODEL, messages=HI, max_tokens=2)
+    async with openai.AsyncOpenAI(base_url=server.base_url, api_key="secret", max_retries=0) as sdk:
+        raw = await sdk.chat.completions.with_raw_response.create(
+            model=MODEL, messages=HI, max_tokens=2
+        )
+        assert raw.headers["x-ratelimit-remaining-requests"] == "0"
+        with pytest.raises(openai.RateLimitError) as limited:
+            await sdk.chat.completions.create(model=MODEL, messages=HI, max_tokens=2)
+    assert float(limited.value.response.headers["retry-after"]) > 0

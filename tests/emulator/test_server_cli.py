@@ -83,6 +83,21 @@ def test_settings_from_args() -> None:
     assert run(_parse("--time-scale", "-1")) == 2
 
 
+def test_key_and_rate_limit_flags() -> None:
+    args = _parse(
+        "--api-key", "emulator-secret", "--rate-limit-requests-per-minute", "60",
+        "--rate-limit-tokens-per-minute", "1000",
+    )  # fmt: skip
+    settings = settings_from_args(args)
+    assert settings.api_key == "emulator-secret"
+    assert (settings.rate_limit_requests_per_minute, settings.rate_limit_tokens_per_minute) == (
+        60,
+        1000,
+    )
+    assert "emulator-secret" not in repr(settings)
+    assert run(_parse("--rate-limit-requests-per-minute", "0")) == 2
+
+
 def test_quality_fault_flags() -> None:
     args = _parse(
         "--fault-seed", "7", "--loop-rate", "0.5", "--malformed-tool-call-rate", "0.25",

@@ -10,6 +10,7 @@ from emulator.text import (
     TOKENS,
     choice_seed,
     cut_at_stop,
+    earliest_stop,
     estimate_tokens,
     example_for_schema,
     generate_tokens,
@@ -49,6 +50,16 @@ def test_cut_at_stop(
     pieces: list[str], stops: tuple[str, ...], expected: tuple[list[str], int] | None
 ) -> None:
     assert cut_at_stop(pieces, stops) == expected
+
+
+@pytest.mark.parametrize(
+    ("stops", "expected"),
+    [(("cd", "b"), "b"), (("b c", "b"), "b"), (("zz",), None), (("", "ef"), "ef")],
+)
+def test_earliest_stop_names_the_stop_string_that_cuts(
+    stops: tuple[str, ...], expected: str | None
+) -> None:
+    assert earliest_stop("ab cd ef ", stops) == expected
 
 
 def test_split_pieces() -> None:

@@ -463,6 +463,7 @@ def test_embedded_config_loads_and_builds() -> None:
     assert [f.name for f in balanced.filters] == [
         "model-match-filter",
         "healthy-filter",
+        "placement-filter",
         "context-window-filter",
         "quality-filter",
         "capacity-filter",
@@ -490,6 +491,10 @@ def test_deployment_example_loads_and_builds() -> None:
     assert own.fallbacks == ["llama-3.1-8b-cloud"]
     assert pooled.model_for("cloud") == "llama-3.1-8b-instruct"
     assert pooled.model_for("gpu-a") == own.model
+    assert config.backend("gpu-a").tags == ["local", "no-retention"]
+    for profile in config.profiles:
+        refs = [plugin.ref for plugin in profile.plugins]
+        assert refs[refs.index("healthy-filter") + 1] == "placement-filter"
 
 
 def test_route_members_resolve_their_model_and_window() -> None:

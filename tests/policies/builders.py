@@ -25,6 +25,7 @@ def backend(
     engine_waiting: int | None = None,
     engine_kv_usage: float | None = None,
     context_window_tokens: int | None = None,
+    tags: Iterable[str] = (),
 ) -> BackendView:
     return BackendView(
         name=name,
@@ -43,6 +44,7 @@ def backend(
         engine_waiting=engine_waiting,
         engine_kv_usage=engine_kv_usage,
         context_window_tokens=context_window_tokens,
+        tags=frozenset(tags),
     )
 
 
@@ -66,6 +68,7 @@ def snapshot(
     quality: Mapping[str, QualityView] | None = None,
     endpoint: Endpoint = "chat.completions",
     member_models: Mapping[str, str] | None = None,
+    required_tags: Iterable[str] = (),
 ) -> Snapshot:
     request = RequestInfo(
         route="route-a",
@@ -80,6 +83,7 @@ def snapshot(
         ttft_slo_ms=ttft_slo_ms,
         tpot_slo_ms=tpot_slo_ms,
         member_models=dict(member_models or {}),
+        required_tags=frozenset(required_tags),
     )
     return Snapshot(
         request=request,

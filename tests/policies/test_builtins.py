@@ -12,6 +12,7 @@ from policies.least_load_scorer import LeastLoadScorer
 from policies.load_scorer import LoadScorer
 from policies.max_score_picker import MaxScorePicker
 from policies.model_match_filter import ModelMatchFilter
+from policies.placement_filter import PlacementFilter
 from policies.prefix_cache_scorer import PrefixCacheScorer
 from policies.quality_filter import QualityFilter
 from policies.quality_scorer import QualityScorer
@@ -25,6 +26,7 @@ from policies.weighted_random_picker import WeightedRandomPicker
 EXPECTED: dict[str, object] = {
     "model-match-filter": ModelMatchFilter,
     "healthy-filter": HealthyFilter,
+    "placement-filter": PlacementFilter,
     "capacity-filter": CapacityFilter,
     "context-window-filter": ContextWindowFilter,
     "bounded-load-filter": BoundedLoadFilter,
@@ -42,6 +44,7 @@ EXPECTED: dict[str, object] = {
     "weighted-random-picker": WeightedRandomPicker,
     "model-match": ModelMatchFilter,
     "healthy": HealthyFilter,
+    "placement": PlacementFilter,
     "capacity": CapacityFilter,
     "context-window": ContextWindowFilter,
     "bounded-load": BoundedLoadFilter,

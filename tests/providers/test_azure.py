@@ -11,7 +11,8 @@ import pytest
 
 from providers.azure import DEFAULT_API_VERSION, AzureOpenAIProvider, MissingDeployment
 from providers.base import Deadlines, UpstreamRequest
-from providers.errors import UpstreamStatusError
+from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
+from providers.rate_limits import RateLimitSignal
 from providers.registry import open_provider
 from providers.settings import ProviderSettings
 from tests.providers.fake_upstream import Reply, ScriptedServer
@@ -121,7 +122,7 @@ async def test_health_lists_models_at_the_api_version(upstream: ScriptedServer) 
 async def test_errors_map_as_openais(upstream: ScriptedServer) -> None:
     throttled = b'{"error": {"code": "429", "message": "Rate limit reached"}}'
     upstream.reply(
-        Reply(429, throttled, {"retry-after": "4"}),
+        Reply(429, throttled, {"retry-after": "4", "x-ratelimit-remaining-requests": "0"}),
         Reply(401, f'{{"error": {{"message": "bad key {KEY}"}}}}'.encode()),
     )
     provider = await open_azure(upstream)
@@ -134,7 +135,9 @@ async def test_errors_map_as_openais(upstream: ScriptedServer) -> None:
         await provider.close()
     assert (limited.value.status, limited.value.retry_after_s) == (429, 4.0)
     assert limited.value.upstream_body == throttled
-    assert refused.value.status == 502
+    assert limited.value.rate_limit == RateLimitSignal(remaining_requests=0, retry_after_s=4.0)
+    assert isinstance(refused.value, UpstreamCredentialsRefused)
+    assert (refused.value.status, refused.value.retryable) == (502, True)
     assert refused.value.upstream_body == b""
     assert KEY not in refused.value.message
 

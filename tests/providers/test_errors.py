@@ -7,6 +7,7 @@ import pytest
 from providers.errors import (
     ApiError,
     UpstreamConnectError,
+    UpstreamCredentialsRefused,
     UpstreamError,
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -34,6 +35,13 @@ from providers.errors import (
             True,
         ),
         (UpstreamTimeout("x", backend="a"), 504, "timeout_error", "upstream_timeout", True),
+        (
+            UpstreamCredentialsRefused(backend="a", upstream_status=401),
+            502,
+            "upstream_error",
+            "upstream_credentials_refused",
+            True,
+        ),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else None,
 )
@@ -59,7 +67,6 @@ def test_each_class_describes_itself(
         (429, 429, "rate_limit_error", True),
         (500, 502, "upstream_error", True),
         (503, 502, "upstream_error", True),
-        # The adapter reports a backend refusing the gateway's own key as 502.
         (502, 502, "upstream_error", True),
     ],
 )
@@ -90,3 +97,26 @@ def test_one_root_for_every_upstream_error() -> None:
     for cls in (UpstreamConnectError, UpstreamProtocolError, UpstreamTimeout, UpstreamStatusError):
         assert issubclass(cls, UpstreamError)
     assert issubclass(UpstreamError, ApiError)
+    assert issubclass(UpstreamCredentialsRefused, UpstreamStatusError)
+
+
+@pytest.mark.parametrize(
+    ("status", "reason", "message"),
+    [
+        (401, None, "backend a refused the gateway's credentials (HTTP 401)"),
+        (
+            403,
+            "PERMISSION_DENIED",
+            "backend a refused the gateway's credentials (HTTP 403 PERMISSION_DENIED)",
+        ),
+        # Anything but an error-type name is left out: it could quote the key.
+        (401, "bad key sk-123", "backend a refused the gateway's credentials (HTTP 401)"),
+    ],
+)
+def test_refused_credentials_name_the_status_and_nothing_upstream_wrote(
+    status: int, reason: str | None, message: str
+) -> None:
+    error = UpstreamCredentialsRefused(backend="a", upstream_status=status, reason=reason)
+    assert error.message == message
+    assert (error.upstream_status, error.upstream_body, error.retry_after_s) == (status, b"", None)
+    assert UpstreamStatusError.code == "bad_gateway", "instances do not change the class"

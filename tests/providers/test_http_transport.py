@@ -17,6 +17,7 @@ from providers.errors import (
     UpstreamTimeout,
 )
 from providers.http_transport import HttpTransport, retry_after_s
+from providers.rate_limits import RateLimitSignal
 from tests.providers.fake_upstream import Pause, Reply, ScriptedServer
 
 KEY = "sk-transport-secret"
@@ -53,6 +54,30 @@ async def test_the_hook_gets_the_scrubbed_body_and_retry_after(upstream: Scripte
     finally:
         await transport.close()
     assert mapper.calls == [(429, b'{"error": "slow down, [redacted]"}', 7.0)]
+
+
+async def test_a_status_error_carries_the_rate_limit_headers(upstream: ScriptedServer) -> None:
+    headers = {"retry-after-ms": "250", "x-ratelimit-remaining-tokens": "0"}
+    upstream.reply(Reply(429, b"{}", headers), Reply(429, b"{}", headers))
+    own = RateLimitSignal(remaining_requests=1)
+
+    def keeping_its_own(status: int, body: bytes, retry_after: float | None) -> UpstreamError:
+        return UpstreamStatusError("own", backend="b", upstream_status=status, rate_limit=own)
+
+    for mapper in (RecordingMapper(), keeping_its_own):
+        transport = HttpTransport("b", upstream_headers(KEY), mapper, secret=KEY)
+        try:
+            with pytest.raises(UpstreamStatusError) as caught:
+                await transport.send(upstream.url + "/v1/x", b"{}", DEADLINES)
+        finally:
+            await transport.close()
+        if isinstance(mapper, RecordingMapper):
+            assert mapper.calls[0][2] == 0.25, "the hook gets the finer Retry-After"
+            assert caught.value.rate_limit == RateLimitSignal(
+                remaining_tokens=0, retry_after_s=0.25
+            )
+        else:
+            assert caught.value.rate_limit is own, "what the mapping set is kept"
 
 
 @pytest.mark.parametrize(("error_from_status", "is_error"), [(400, False), (300, True)])
@@ -109,7 +134,7 @@ async def test_transport_failures(
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, None), ("", None), ("3", 3.0), ("-2", 0.0), ("soon", None)],
+    [(None, None), ("", None), ("3", 3.0), ("-2", 0.0), ("soon", None), ("inf", None)],
 )
 def test_retry_after_values(value: str | None, expected: float | None) -> None:
     assert retry_after_s(value) == expected

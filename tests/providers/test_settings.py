@@ -53,3 +53,27 @@ async def test_network_kinds_open_the_openai_compatible_adapter(kind: BackendKin
 async def test_a_network_kind_needs_a_base_url() -> None:
     with pytest.raises(ValueError, match="base_url"):
         await open_provider(ProviderSettings(name="a", kind="vllm"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"kind": "vllm", "preset": "deepseek"}, "kind vllm is its own preset"),
+        ({"kind": "anthropic", "preset": "openai"}, "preset: only for OpenAI-compatible"),
+        ({"kind": "gemini", "extra_headers": {"X-Title": "a"}}, "extra_headers: only for"),
+        ({"kind": "azure-openai", "health_url": "http://h/"}, "health_url: only for"),
+        ({"extra_headers": {"Authorization": "Bearer x"}}, "set by the adapter"),
+        ({"extra_headers": {"Content-Type": "text/plain"}}, "set by the adapter"),
+        ({"health_url": "/health"}, "health_url"),
+    ],
+)
+def test_settings_refuse_what_no_adapter_would_honour(
+    fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        ProviderSettings.model_validate({"name": "b", **fields})
+
+
+def test_extra_headers_stay_out_of_repr() -> None:
+    settings = ProviderSettings(name="b", extra_headers={"X-Title": "internal-app-name"})
+    assert "internal-app-name" not in repr(settings)

@@ -18,6 +18,7 @@ from providers.errors import (
     UpstreamStatusError,
     UpstreamTimeout,
 )
+from providers.rate_limits import RateLimitSignal
 from providers.registry import open_provider
 from providers.settings import ProviderSettings
 from providers.usage import UsageTap, usage_from_body
@@ -132,6 +133,25 @@ async def test_a_stream_is_relayed_as_openai_chunks(
     usage = tap.usage()
     assert usage is not None
     assert (usage.prompt_tokens, usage.cached_tokens, usage.cache_write_tokens) == (135, 100, 10)
+
+
+async def test_translated_answers_keep_the_rate_limit_headers(
+    fake: FakeAnthropic, provider: AnthropicProvider
+) -> None:
+    headers = {
+        "anthropic-ratelimit-requests-remaining": "49",
+        "anthropic-ratelimit-tokens-remaining": "3000",
+        "anthropic-ratelimit-input-tokens-remaining": "2000",
+    }
+    fake.reply(Reply(body=orjson.dumps(MESSAGE), headers=headers))
+    fake.reply(Reply(body=sse(*TEXT_STREAM), headers=headers))
+    expected = RateLimitSignal(
+        remaining_requests=49, remaining_tokens=3000, remaining_input_tokens=2000
+    )
+    assert (await provider.send(chat(), DEADLINES)).rate_limit == expected
+    stream = await provider.open_stream(chat(stream=True), DEADLINES)
+    await stream.aclose()
+    assert stream.rate_limit == expected
 
 
 async def test_streamed_tool_calls(fake: FakeAnthropic, provider: AnthropicProvider) -> None:
