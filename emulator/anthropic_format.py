@@ -1,10 +1,10 @@
 """Anthropic's Messages API as a front door: ``POST /v1/messages``, its model list, its errors.
 
-A request becomes the engine's chat form: the system prompt, then each message's text,
-its ``tool_use`` blocks as tool calls and its ``tool_result`` blocks as tool messages;
-tools as functions with their input schemas. ``thinking`` asks for thinking before the
-answer: ``min(budget_tokens, max_tokens // 2)`` tokens of it, and the answer gets the
-rest of ``max_tokens``. The answer is a ``message`` of thinking, text or tool_use blocks,
+A request becomes the engine's chat form (``chat_form.py``): the system prompt, then each
+message's text, its ``tool_use`` blocks as tool calls and its ``tool_result`` blocks as tool
+messages; tools as functions with their input schemas. ``thinking`` asks for thinking
+before the answer: ``min(budget_tokens, max_tokens // 2)`` tokens of it, and the answer
+gets the rest of ``max_tokens``. The answer is a ``message`` of thinking, text or tool_use blocks,
 whole or as Anthropic's stream of events. In its usage, ``input_tokens`` are the prompt
 tokens the KV cache did not hold and ``cache_read_input_tokens`` those it did; the
 engine's cache fills itself, so nothing counts as a cache write.
@@ -31,6 +31,7 @@ from emulator.api_format import (
     Json,
     TokenCounts,
 )
+from emulator.chat_form import chat_messages, chat_turn, function_tool, tool_call
 from emulator.generation import ChoiceOutput
 from emulator.openai_format import retry_after
 from emulator.rate_limits import RateState, reset_time
@@ -310,13 +311,7 @@ def _chat_messages(body: Json) -> list[Json]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise BadRequest("messages: at least one message is required", "messages")
-    chat: list[Json] = []
-    system = _text_of(body.get("system"))
-    if system:
-        chat.append({"role": "system", "content": system})
-    for message in messages:
-        chat.extend(_chat_turn(message))
-    return chat
+    return chat_messages(_text_of(body.get("system")), map(_chat_turn, messages))
 
 
 def _chat_turn(message: object) -> list[Json]:
@@ -330,25 +325,14 @@ def _chat_turn(message: object) -> list[Json]:
     if not isinstance(content, list):
         raise BadRequest("messages: content must be a string or an array of blocks", "messages")
     blocks = [block for block in content if isinstance(block, dict)]
-    turns: list[Json] = [
-        {"role": "tool", "content": _text_of(block.get("content"))}
-        for block in blocks
-        if block.get("type") == "tool_result"
-    ]
+    results = [_text_of(b.get("content")) for b in blocks if b.get("type") == "tool_result"]
     texts = [str(block.get("text", "")) for block in blocks if block.get("type") == "text"]
-    calls = [_tool_call(block) for block in blocks if block.get("type") == "tool_use"]
-    if texts or calls or not turns:
-        turn: Json = {"role": role, "content": "".join(texts)}
-        if calls:
-            turn["tool_calls"] = calls
-        turns.append(turn)
-    return turns
-
-
-def _tool_call(block: Json) -> Json:
-    arguments = orjson.dumps(block.get("input") or {}).decode()
-    function = {"name": block.get("name"), "arguments": arguments}
-    return {"id": block.get("id"), "type": "function", "function": function}
+    calls = [
+        tool_call(block.get("id"), block.get("name"), block.get("input"))
+        for block in blocks
+        if block.get("type") == "tool_use"
+    ]
+    return chat_turn(role, results, texts, calls)
 
 
 def _text_of(content: object) -> str:
@@ -371,7 +355,7 @@ def _chat_tools(tools: object, choice: object) -> Json:
     if not isinstance(tools, list):
         raise BadRequest("tools: must be an array", "tools")
     functions = [
-        {"type": "function", "function": {"name": tool.get("name"), "parameters": schema}}
+        function_tool(tool.get("name"), schema)
         for tool in tools
         if isinstance(tool, dict) and isinstance(schema := tool.get("input_schema"), dict)
     ]

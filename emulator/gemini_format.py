@@ -1,10 +1,10 @@
 """Google's Gemini API as a front door: ``models/{model}:generateContent``, its stream
 (``:streamGenerateContent?alt=sse``), its model list and its errors.
 
-A request becomes the engine's chat form: ``systemInstruction``, then each content's
-text (``model`` turns as the assistant), ``functionCall`` parts as tool calls and
-``functionResponse`` parts as tool messages; function declarations as functions with
-their schemas. A ``thinkingConfig`` budget (or level) asks for thinking before the
+A request becomes the engine's chat form (``chat_form.py``): ``systemInstruction``, then
+each content's text (``model`` turns as the assistant), ``functionCall`` parts as tool
+calls and ``functionResponse`` parts as tool messages; function declarations as functions
+with their schemas. A ``thinkingConfig`` budget (or level) asks for thinking before the
 answer: ``min(budget, maxOutputTokens // 2)`` tokens of it, within ``maxOutputTokens``,
 shown as thought parts when ``includeThoughts`` is set. Streams send one event per
 decode step that shows something; a function call comes whole, as Gemini sends it.
@@ -29,6 +29,7 @@ from emulator.api_format import (
     Json,
     TokenCounts,
 )
+from emulator.chat_form import chat_messages, chat_turn, function_tool, tool_call
 from emulator.generation import ChoiceOutput
 from emulator.rate_limits import RateState
 from emulator.request_parsing import DEFAULT_MAX_TOKENS, MAX_CHOICES, BadRequest, parse_chat
@@ -307,14 +308,8 @@ def _chat_messages(body: Json) -> list[Json]:
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
         raise BadRequest("* GenerateContentRequest.contents: contents is not specified", "contents")
-    chat: list[Json] = []
     system = _object(_field(body, "systemInstruction"), "systemInstruction")
-    system_text = "".join(_texts(system.get("parts")))
-    if system_text:
-        chat.append({"role": "system", "content": system_text})
-    for content in contents:
-        chat.extend(_chat_turn(content))
-    return chat
+    return chat_messages("".join(_texts(system.get("parts"))), map(_chat_turn, contents))
 
 
 def _chat_turn(content: object) -> list[Json]:
@@ -322,27 +317,17 @@ def _chat_turn(content: object) -> list[Json]:
     turn = _object(content, "contents")
     role = "assistant" if turn.get("role") == "model" else "user"
     parts = [part for part in turn.get("parts") or [] if isinstance(part, dict)]
-    messages: list[Json] = [
-        {"role": "tool", "content": orjson.dumps(response).decode()}
+    results = [
+        orjson.dumps(response).decode()
         for part in parts
         if (response := _field(part, "functionResponse")) is not None
     ]
     calls = [
-        {"id": f"call_{index}", "type": "function", "function": _chat_call(call)}
+        tool_call(f"call_{index}", call.get("name"), call.get("args"))
         for index, part in enumerate(parts)
         if isinstance(call := _field(part, "functionCall"), dict)
     ]
-    texts = _texts(parts)
-    if texts or calls or not messages:
-        message: Json = {"role": role, "content": "".join(texts)}
-        if calls:
-            message["tool_calls"] = calls
-        messages.append(message)
-    return messages
-
-
-def _chat_call(call: Json) -> Json:
-    return {"name": call.get("name"), "arguments": orjson.dumps(call.get("args") or {}).decode()}
+    return chat_turn(role, results, _texts(parts), calls)
 
 
 def _texts(parts: object) -> list[str]:
@@ -367,10 +352,7 @@ def _chat_tools(body: Json) -> Json:
     ]
     if not declarations:
         return {}
-    functions = [
-        {"type": "function", "function": {"name": d.get("name"), "parameters": _parameters(d)}}
-        for d in declarations
-    ]
+    functions = [function_tool(d.get("name"), _parameters(d)) for d in declarations]
     return {"tools": functions, "tool_choice": _tool_choice(body)}
 
 

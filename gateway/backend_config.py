@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import os
+import re
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from emulator.settings import EmulatorOptions
 from gateway.placement import PlacementTag
 from gateway.quality.config import ProbeConfig
 from gateway.telemetry.config import PricingConfig
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, BackendKind, ProviderSettings
+from providers.presets import KIND_PRESETS, with_preset_defaults
+from providers.settings import (
+    DEFAULT_IDLE_KEEPALIVE_S,
+    OPENAI_COMPATIBLE_KINDS,
+    RESERVED_HEADERS,
+    BackendKind,
+    PresetName,
+    ProviderSettings,
+)
+
+MAX_EXTRA_HEADERS = 16
+"""At most this many `extra_headers` per backend."""
+MAX_HEADER_NAME_CHARS = 64
+MAX_HEADER_VALUE_CHARS = 1024
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+"""An HTTP field name (RFC 9110 token)."""
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
+"""Visible ASCII, spaces and tabs: no line break can end the header early."""
 
 
 class StrictConfig(BaseModel):
@@ -82,11 +100,57 @@ class MetricsConfig(StrictConfig):
         return self.url is not None or "path" in self.model_fields_set
 
 
+class RateLimitsConfig(StrictConfig):
+    """What the gateway does with a provider's rate-limit headers (`gateway/fleet/
+    provider_limits.py`): cool a spent budget down, count a nearly spent one as capacity."""
+
+    enabled: bool = Field(
+        True,
+        description="Act on remaining/reset headers; off, only a 429's Retry-After (else "
+        "1 s) keeps the backend out.",
+    )
+    max_cool_down_s: float = Field(
+        300.0, gt=0, description="The longest one Retry-After or spent budget keeps it out."
+    )
+    stale_after_s: float = Field(
+        10.0,
+        gt=0,
+        description="A reading of remaining requests and tokens is used at most this long, "
+        "less when its reset comes sooner.",
+    )
+
+
 class BackendConfig(StrictConfig):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: BackendKind = "openai-compatible"
     base_url: str | None = Field(
-        None, pattern=r"^https?://", description="Required unless kind is emulated."
+        None,
+        pattern=r"^https?://",
+        description="Required unless kind is emulated or a preset supplies it.",
+    )
+    preset: PresetName | None = Field(
+        None,
+        description="kind openai-compatible: the service whose defaults fill base_url and "
+        "health_url; kinds vllm, sglang, llama-cpp, ollama and openai are their own preset.",
+    )
+    extra_headers: dict[str, str] = Field(
+        default_factory=dict,
+        repr=False,
+        max_length=MAX_EXTRA_HEADERS,
+        description="OpenAI-compatible kinds: sent with every request (OpenRouter's "
+        "HTTP-Referer, X-Title); never logged or shown.",
+    )
+    health_url: str | None = Field(
+        None,
+        pattern=r"^https?://",
+        description="OpenAI-compatible kinds: what the health probe GETs (default: the "
+        "preset's, else {base_url}/models).",
+    )
+    api_version: str | None = Field(
+        None,
+        min_length=1,
+        max_length=64,
+        description="kind azure-openai: the api-version query parameter (default: the adapter's).",
     )
     emulator: EmulatorOptions | None = Field(
         None, description="kind emulated: how its engine behaves (the emulator's defaults)."
@@ -124,18 +188,60 @@ class BackendConfig(StrictConfig):
     pricing: PricingConfig | None = Field(
         None, description="Prices for the cost in records and metrics (unset: cost 0)."
     )
+    rate_limits: RateLimitsConfig = RateLimitsConfig()
+
+    @field_validator("extra_headers")
+    @classmethod
+    def _check_headers(cls, headers: dict[str, str]) -> dict[str, str]:
+        # Messages name the header, never its value: a value may be a secret.
+        seen: set[str] = set()
+        for name, value in headers.items():
+            if not _HEADER_NAME.fullmatch(name) or len(name) > MAX_HEADER_NAME_CHARS:
+                raise ValueError(
+                    f"header name {name[:MAX_HEADER_NAME_CHARS]!r} is not a token of at most "
+                    f"{MAX_HEADER_NAME_CHARS} characters"
+                )
+            if name.lower() in RESERVED_HEADERS:
+                raise ValueError(f"{name}: set by the adapter, not here")
+            if name.lower() in seen:
+                raise ValueError(f"{name}: given twice")
+            if len(value) > MAX_HEADER_VALUE_CHARS or not _HEADER_VALUE.fullmatch(value):
+                raise ValueError(
+                    f"{name}: the value must be at most {MAX_HEADER_VALUE_CHARS} printable "
+                    "ASCII characters"
+                )
+            seen.add(name.lower())
+        return headers
 
     @model_validator(mode="after")
     def _check_address(self) -> BackendConfig:
         self._check_metrics()
+        self._check_kind_fields()
         if self.kind == "emulated":
             if self.base_url is not None:
                 raise ValueError("base_url: an emulated backend is started on a free port")
-        elif self.base_url is None:
-            raise ValueError("base_url: required for this kind of backend")
+        elif self.base_url is None and self.preset_name is None:
+            unless = " unless a preset gives it" if self.kind in OPENAI_COMPATIBLE_KINDS else ""
+            raise ValueError(f"base_url: required for kind {self.kind}{unless}")
         elif self.emulator is not None:
             raise ValueError("emulator: only for kind emulated")
         return self
+
+    def _check_kind_fields(self) -> None:
+        """The keys only some kinds take, each refused by its own path elsewhere."""
+        kind = self.kind
+        if kind in OPENAI_COMPATIBLE_KINDS:
+            if self.preset is not None and kind not in ("openai-compatible", self.preset):
+                raise ValueError(
+                    f"preset: kind {kind} is its own preset; {self.preset} needs kind "
+                    "openai-compatible"
+                )
+        else:
+            for field in ("preset", "extra_headers", "health_url"):
+                if getattr(self, field):
+                    raise ValueError(f"{field}: only for OpenAI-compatible kinds, not {kind}")
+        if self.api_version is not None and kind != "azure-openai":
+            raise ValueError(f"api_version: only for kind azure-openai, not {kind}")
 
     def _check_metrics(self) -> None:
         metrics = self.metrics
@@ -143,11 +249,17 @@ class BackendConfig(StrictConfig):
             return
         if self.kind == "emulated" and metrics.url is not None:
             raise ValueError("metrics.url: an emulated backend is started on a free port")
-        if self.kind not in ENGINE_KINDS and not metrics.explicit:
+        engine = self.kind in ENGINE_KINDS or self.preset in ENGINE_KINDS
+        if not engine and not metrics.explicit:
             raise ValueError(
                 f"metrics: kind {self.kind} has no known metrics endpoint; "
                 "set metrics.url or metrics.path"
             )
+
+    @property
+    def preset_name(self) -> PresetName | None:
+        """The preset whose defaults fill this backend's unset settings, if any."""
+        return self.preset or KIND_PRESETS.get(self.kind)
 
     @property
     def scrapes_metrics(self) -> bool:
@@ -157,8 +269,9 @@ class BackendConfig(StrictConfig):
         return os.environ.get(self.api_key_env) if self.api_key_env else None
 
     def provider_settings(self) -> ProviderSettings:
-        """What this backend's provider adapter is opened with (the key read now)."""
-        return ProviderSettings(
+        """What this backend's provider adapter is opened with (the key read now), with
+        what the backend leaves unset filled from its preset."""
+        settings = ProviderSettings(
             name=self.name,
             kind=self.kind,
             base_url=self.base_url,
@@ -167,4 +280,9 @@ class BackendConfig(StrictConfig):
             max_connections=self.max_connections,
             idle_keepalive_s=self.idle_keepalive_s,
             emulator=self.emulator,
+            api_version=self.api_version,
+            preset=self.preset,
+            extra_headers=dict(self.extra_headers),
+            health_url=self.health_url,
         )
+        return with_preset_defaults(settings)

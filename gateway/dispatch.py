@@ -17,7 +17,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord, FallbackLeg
@@ -27,8 +27,17 @@ from gateway.lease import Lease, PrefixMemory
 from gateway.routing import Leg, RoutePlan
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 from providers.errors import ApiError, UpstreamError, UpstreamStatusError
+from providers.rate_limits import RateLimitSignal
 
-T = TypeVar("T")
+
+class _Answer(Protocol):
+    """A whole response or an opened stream: both carry the provider's rate-limit signal."""
+
+    @property
+    def rate_limit(self) -> RateLimitSignal | None: ...
+
+
+T = TypeVar("T", bound=_Answer)
 AttemptFn = Callable[[Provider, Deadlines, UpstreamRequest], Awaitable[T]]
 RequestFor = Callable[[str], UpstreamRequest]
 """The request to send for an upstream model id (the client's body, its `model` set)."""
@@ -160,7 +169,9 @@ class Dispatcher:
         members = placement.members_phrase
         names = [c.backend for c in decision.candidates]
         if names and all(self._state.at_capacity(n) for n in names):
-            return CapacityExhausted(f"every {members} is at max_concurrency")
+            return CapacityExhausted(
+                f"every {members} is at max_concurrency or out of its provider's request budget"
+            )
         return NoBackendAvailable(f"no {members} can serve this request: {decision.picker_reason}")
 
     async def _attempt(self, leg: Leg, name: str, trial: _Trial[T]) -> tuple[Lease, T]:
@@ -188,7 +199,7 @@ class Dispatcher:
             lease.failed(None)
             attempts.append(Attempt(name, "cancelled", self._ms_since(started), route, model))
             raise
-        lease.committed()
+        lease.committed(result.rate_limit)
         attempts.append(Attempt(name, "ok", self._ms_since(started), route, model))
         return lease, result
 

@@ -2,9 +2,10 @@
 
 The dispatcher opens one lease per attempt; the lease is the only way backend state
 changes on the request path. `committed()` marks the first byte (the prefill is over, a
-stream starts decoding), `finish()` the end: the slot is freed, health and the prefix
-index learn from what the engine reported. A failed attempt ends with `failed()`. Every
-path ends exactly once, cancellation included, so in-flight counts never leak.
+stream starts decoding, the provider's rate-limit headers are noted), `finish()` the end:
+the slot is freed, health and the prefix index learn from what the engine reported. A
+failed attempt ends with `failed()` (a 429 cools the backend down). Every path ends
+exactly once, cancellation included, so in-flight counts never leak.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Protocol
 from gateway.fleet.state import FleetState
 from gateway.prefix.work import PromptWork
 from providers.errors import ApiError, UpstreamError, UpstreamStatusError
+from providers.rate_limits import RateLimitSignal
 from providers.usage import Usage
 
 
@@ -63,9 +65,12 @@ class Lease:
         if prefixes is not None:
             prefixes.remember(backend, work)
 
-    def committed(self) -> None:
-        """The first byte arrived (a whole body, for a non-streaming request)."""
+    def committed(self, rate_limit: RateLimitSignal | None = None) -> None:
+        """The first byte arrived (a whole body, for a non-streaming request), with what
+        the answer's headers said of the provider's limits."""
         self._committed = True
+        if rate_limit is not None:
+            self._state.record_provider_limits(self.backend, rate_limit)
         self._state.prefill_done(self.backend, self._uncached)
         if self.streaming:
             self._state.decode_started(self.backend)
@@ -117,8 +122,11 @@ class Lease:
 
     def _note_failure(self, exc: UpstreamError) -> None:
         name = self.backend
+        signal = exc.rate_limit if isinstance(exc, UpstreamStatusError) else None
         if isinstance(exc, UpstreamStatusError) and exc.upstream_status == 429:
-            seconds = exc.retry_after_s if exc.retry_after_s is not None else 1.0
-            self._state.cool_down(name, seconds, f"rate limited upstream for {seconds:.1f}s")
-        elif exc.retryable:
+            self._state.rate_limited(name, exc.retry_after_s, signal)
+            return
+        if signal is not None:
+            self._state.record_provider_limits(name, signal, cool_spent=False)
+        if exc.retryable:
             self._state.record_failure(name, exc.code or "error")

@@ -1,8 +1,10 @@
-"""Live per-backend load bookkeeping (in flight, queued prefill, decoding, engine readings)
-and the snapshots policies read, built from it and the health detector's state."""
+"""Live per-backend load bookkeeping (in flight, queued prefill, decoding, engine readings,
+provider budgets) and the snapshots policies read, built from it and the health detector's
+state."""
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -13,7 +15,15 @@ from gateway.config import HealthConfig
 from gateway.fleet.engine_metrics import EngineLoad
 from gateway.fleet.estimates import BackendEstimates
 from gateway.fleet.health import BackendHealth, HealthDetector
+from gateway.fleet.provider_limits import (
+    ProviderBudget,
+    capped,
+    rate_limited_wait,
+    read_budget,
+    spent_budget,
+)
 from policies.snapshot import BackendView
+from providers.rate_limits import RateLimitSignal
 
 
 @dataclass(slots=True)
@@ -38,11 +48,15 @@ class _BackendState:
     scrapes: int = 0
     scrape_failures: int = 0
     scrape_error: str = ""
+    budget: ProviderBudget | None = None
+    """What the provider's rate-limit headers last said of its remaining budgets."""
     view: BackendView | None = None
     """The view last built, kept while nothing it shows has changed: every mutation below
     clears it (FleetState.views has the time-dependent cases)."""
     view_engine_fresh: bool = False
     """Whether `view` shows an engine reading, which goes stale with time alone."""
+    view_budget_until: float = math.inf
+    """When the provider budget `view` counts lapses, which changes its capacity."""
 
 
 class FleetState:
@@ -100,13 +114,18 @@ class FleetState:
                 view = self._view(state, now)
                 state.view = view if state.health.ejected_until <= now else None
                 state.view_engine_fresh = self._fresh_engine(state, now) is not None
+                budget = self._current_budget(state, now)
+                state.view_budget_until = budget.until if budget is not None else math.inf
             found[name] = view
         return found
 
     def _still_current(self, state: _BackendState, view: BackendView, now: float) -> bool:
         """`view` (built at an earlier `now`, nothing recorded since) is what `_view` would
-        build now: the same estimates, and the engine reading it shows still fresh."""
+        build now: the same estimates, the engine reading it shows still fresh, and the
+        provider budget it counts not lapsed."""
         est = state.estimates
+        if now >= state.view_budget_until:
+            return False
         if (
             view.prefill_tokens_per_s != est.prefill_tokens_per_s
             or view.tpot_ms != est.tpot_ms
@@ -126,7 +145,7 @@ class FleetState:
             models=state.models,
             healthy=healthy,
             in_flight=state.in_flight + in_flight,
-            max_concurrency=cfg.max_concurrency,
+            max_concurrency=self._capacity(state, now),
             health_reason=reason,
             queued_prefill_tokens=state.queued_prefill_tokens + queued,
             decoding=state.decoding + decoding,
@@ -145,6 +164,20 @@ class FleetState:
         if state.engine is None or metrics is None:
             return None
         return state.engine if now - state.engine_at <= metrics.stale_after_s else None
+
+    def _capacity(self, state: _BackendState, now: float) -> int:
+        """`max_concurrency`, or fewer when the provider's request budget is nearly spent:
+        what is in flight plus the requests it still takes before its reset."""
+        limit = state.config.max_concurrency
+        budget = self._current_budget(state, now)
+        headroom = budget.headroom(state.requests) if budget is not None else None
+        if headroom is None:
+            return limit
+        return min(limit, state.in_flight + state.remote[0] + headroom)
+
+    def _current_budget(self, state: _BackendState, now: float) -> ProviderBudget | None:
+        budget = state.budget
+        return budget if budget is not None and budget.current(now) else None
 
     def acquire(self, name: str, uncached_tokens: int = 0) -> bool:
         """Count a request dispatched here; True if its prefill queue was empty."""
@@ -181,8 +214,10 @@ class FleetState:
         return self._backends[name].estimates
 
     def at_capacity(self, name: str) -> bool:
+        """Whether as many requests are in flight as it accepts (its provider's budget
+        included), as `capacity-filter` sees it."""
         state = self._backends[name]
-        return state.in_flight + state.remote[0] >= state.config.max_concurrency
+        return state.in_flight + state.remote[0] >= self._capacity(state, self._clock())
 
     def local_load(self) -> dict[str, tuple[int, int, int]]:
         """This replica's own (in_flight, queued_prefill_tokens, decoding) per backend."""
@@ -224,9 +259,46 @@ class FleetState:
         self._backends[name].view = None
 
     def cool_down(self, name: str, seconds: float, reason: str) -> None:
-        """Keep traffic off a backend that asked for it (429 with Retry-After)."""
+        """Keep traffic off a backend that asked for it (a 429, a spent budget)."""
         self._health.cool_down(name, seconds, reason)
         self._backends[name].view = None
+
+    def record_provider_limits(
+        self, name: str, signal: RateLimitSignal, *, cool_spent: bool = True
+    ) -> None:
+        """What an answer's rate-limit headers said: the remaining budgets are kept (they
+        cap the capacity) and, with `cool_spent`, a budget reported spent keeps the backend
+        out until its reset. Nothing with `rate_limits.enabled` off."""
+        state = self._backends[name]
+        limits = state.config.rate_limits
+        if not limits.enabled:
+            return
+        now = self._clock()
+        budget = read_budget(
+            signal,
+            now=now,
+            now_unix=time.time(),
+            requests=state.requests,
+            stale_after_s=limits.stale_after_s,
+        )
+        if budget is not None:
+            state.budget = budget
+            state.view = None
+        spent = spent_budget(signal) if cool_spent else None
+        if spent is not None:
+            seconds, why = capped(spent[0], spent[1], limits.max_cool_down_s)
+            self.cool_down(name, seconds, why)
+
+    def rate_limited(
+        self, name: str, retry_after_s: float | None, signal: RateLimitSignal | None
+    ) -> None:
+        """A 429: out for its Retry-After, else the wait its headers imply, else 1 s."""
+        limits = self._backends[name].config.rate_limits
+        if signal is not None:
+            self.record_provider_limits(name, signal, cool_spent=False)
+        wait_s, why = rate_limited_wait(retry_after_s, signal if limits.enabled else None)
+        seconds, why = capped(wait_s, why, limits.max_cool_down_s)
+        self.cool_down(name, seconds, f"rate limited upstream: {why}")
 
     def record_probe(self, name: str, ok: bool, reason: str) -> None:
         self._health.record_probe(name, ok, reason)
@@ -254,6 +326,8 @@ class FleetState:
                     "prefill_tokens_per_s": round(state.estimates.prefill_tokens_per_s, 1),
                     "tpot_ms": round(state.estimates.tpot_ms, 3),
                     "max_concurrency": state.config.max_concurrency,
+                    "effective_max_concurrency": self._capacity(state, now),
+                    **self._describe_budget(state, now),
                     "requests": state.requests,
                     "failures": state.health.failures,
                     "ejections": state.health.ejections,
@@ -261,6 +335,15 @@ class FleetState:
                 }
             )
         return out
+
+    def _describe_budget(self, state: _BackendState, now: float) -> dict[str, object]:
+        """The provider's remaining budgets as last read, while that reading holds."""
+        budget = self._current_budget(state, now)
+        return {
+            "provider_remaining_requests": budget.remaining_requests if budget else None,
+            "provider_remaining_tokens": budget.remaining_tokens if budget else None,
+            "provider_limits_read_at": round(budget.read_at_unix, 3) if budget else None,
+        }
 
     def _describe_engine(self, state: _BackendState, now: float) -> dict[str, object] | None:
         """The last scraped engine numbers; None when this backend is not scraped."""

@@ -1,4 +1,5 @@
-"""Client API formats on the proxy path: the contract, and OpenAI's, which changes nothing.
+"""Client API formats on the proxy path: the contract, OpenAI's, which changes nothing, and
+the translated request the other formats share.
 
 The gateway routes, dispatches and accounts for OpenAI requests only. A `Dialect` is the
 edge of one client format: how a caller's key is found, how its body becomes the OpenAI
@@ -10,14 +11,19 @@ the quality and usage taps keep reading the backend's OpenAI bytes.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from starlette.responses import Response
 
-from gateway.http.responses import error_response
+from gateway.http.responses import error_response, json_response
 from gateway.http.streaming import StreamOutcome
+from gateway.http.translated_relay import ClientEvents, TranslatedStream, relay_translated
 from providers.base import UpstreamResponse
 from providers.errors import ApiError
+
+ContextT = TypeVar("ContextT")
+
+SSE_MEDIA_TYPE = "text/event-stream"
 
 Authorize = Callable[[str | None], str | None]
 """`Gateway.authorize`: an Authorization header's value to the caller's key id."""
@@ -83,6 +89,43 @@ class _Verbatim:
 
     def stream_media_type(self, upstream: str) -> str:
         return upstream
+
+
+class TranslatedRequest(Generic[ContextT]):
+    """A request of another client format: the OpenAI body it became, and its answer
+    translated back, whole (`answer`) or as the format's stream events (`events`). Both
+    read the request through its `context`, made with the gateway's prompt estimate (for a
+    backend that reports no usage)."""
+
+    __slots__ = ("_answer", "_context", "_events", "body")
+
+    def __init__(
+        self,
+        body: bytes,
+        *,
+        context: Callable[[int], ContextT],
+        answer: Callable[[bytes, ContextT], Mapping[str, object]],
+        events: Callable[[ContextT], ClientEvents],
+    ) -> None:
+        self.body = body
+        self._context = context
+        self._answer = answer
+        self._events = events
+
+    def respond(
+        self, response: UpstreamResponse, headers: dict[str, str], prompt_tokens: int
+    ) -> Response:
+        answer = self._answer(response.body, self._context(prompt_tokens))
+        return json_response(answer, 200, headers)
+
+    def relay(
+        self, chunks: AsyncIterator[bytes], outcome: StreamOutcome, prompt_tokens: int
+    ) -> AsyncIterator[bytes]:
+        stream = TranslatedStream(self._events(self._context(prompt_tokens)))
+        return relay_translated(chunks, outcome, stream)
+
+    def stream_media_type(self, upstream: str) -> str:
+        return SSE_MEDIA_TYPE
 
 
 class OpenAIDialect:

@@ -131,7 +131,7 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     (
         "backend-no-url",
         lambda c: c["backends"][0].pop("base_url"),
-        ["backends.0.base_url: required for this kind of backend"],
+        ["backends.0.base_url: required for kind openai-compatible unless a preset gives it"],
     ),
     (
         "backend-url-scheme",

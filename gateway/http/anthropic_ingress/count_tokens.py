@@ -19,8 +19,8 @@ from gateway.errors import SwitchyardError
 from gateway.http.anthropic_ingress.errors import error_response
 from gateway.http.anthropic_ingress.messages_dialect import MESSAGES
 from gateway.http.anthropic_ingress.messages_request import parse_conversation
-from gateway.http.anthropic_ingress.openai_request import ChatMessage, FunctionTool
 from gateway.http.anthropic_ingress.request_translation import to_chat_messages, to_tools
+from gateway.http.chat_messages import ChatMessage, FunctionTool
 from gateway.http.proxy import read_body
 from gateway.http.responses import json_response
 from gateway.prefix.token_count import TokenCounter

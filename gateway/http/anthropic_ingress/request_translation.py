@@ -31,17 +31,18 @@ from gateway.http.anthropic_ingress.messages_request import (
     UrlSource,
     UserMessage,
 )
-from gateway.http.anthropic_ingress.openai_request import AssistantMessage as ChatAssistant
-from gateway.http.anthropic_ingress.openai_request import (
+from gateway.http.anthropic_ingress.openai_request import ChatRequest, ReasoningEffort
+from gateway.http.chat_messages import AssistantMessage as ChatAssistant
+from gateway.http.chat_messages import (
     ChatMessage,
-    ChatRequest,
     ContentPart,
     FunctionTool,
     ImagePart,
     NamedToolChoice,
-    ReasoningEffort,
     ToolCall,
     ToolMessage,
+    tool_call,
+    user_content,
 )
 
 TOOL_CHOICES: Mapping[str, Literal["auto", "required", "none"]] = MappingProxyType(
@@ -125,15 +126,8 @@ def _user_turn(message: UserMessage) -> list[ChatMessage]:
         else:
             parts.append({"type": "text", "text": block.text})
     if parts or not results:
-        results.append({"role": "user", "content": _content(parts)})
+        results.append({"role": "user", "content": user_content(parts) or ""})
     return results
-
-
-def _content(parts: list[ContentPart]) -> str | list[ContentPart]:
-    # A single text as a plain string: text-only engines and chat templates take it best.
-    if len(parts) == 1 and parts[0]["type"] == "text":
-        return parts[0]["text"]
-    return parts if parts else ""
 
 
 def image_part(block: ImageBlock) -> ImagePart:
@@ -173,12 +167,7 @@ def _assistant_turn(message: AssistantMessage) -> ChatAssistant:
 
 
 def _tool_call(block: ToolUseBlock) -> ToolCall:
-    arguments = orjson.dumps(block.input).decode()
-    return {
-        "id": block.id,
-        "type": "function",
-        "function": {"name": block.name, "arguments": arguments},
-    }
+    return tool_call(block.id, block.name, orjson.dumps(block.input).decode())
 
 
 def _function(position: int, tool: Tool) -> FunctionTool:

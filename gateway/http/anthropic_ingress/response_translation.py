@@ -12,7 +12,6 @@ from types import MappingProxyType
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from gateway.http.anthropic_ingress.messages_reply import (
     ContentBlock,
@@ -21,10 +20,9 @@ from gateway.http.anthropic_ingress.messages_reply import (
     ToolUseBlock,
     Usage,
 )
-from gateway.http.anthropic_ingress.openai_reply import ChatReply, ChoiceOut, ToolCallOut
-from providers.errors import UpstreamProtocolError
+from gateway.http.anthropic_ingress.messages_request import MessagesRequest
+from gateway.http.openai_reply import ChoiceOut, ToolCallOut, read_completion
 from providers.usage import Usage as OpenAIUsage
-from providers.usage import usage_of
 
 STOP_REASONS: Mapping[str, StopReason] = MappingProxyType(
     {
@@ -47,6 +45,10 @@ class ReplyContext:
     stop_sequences: Sequence[str]
     prompt_tokens: int
     """The gateway's estimate, for a backend that reports no usage."""
+
+
+def reply_context(request: MessagesRequest, prompt_tokens: int) -> ReplyContext:
+    return ReplyContext(request.model, request.stop_sequences or (), prompt_tokens)
 
 
 def stop_reason(
@@ -99,14 +101,7 @@ def tool_input(arguments: str | None) -> dict[str, Any]:
 
 def to_message(body: bytes, context: ReplyContext) -> Message:
     """The whole answer; raises UpstreamProtocolError if the body is no chat completion."""
-    try:
-        document = orjson.loads(body)
-        reply = ChatReply.model_validate(document)
-    except (orjson.JSONDecodeError, ValidationError):
-        raise UpstreamProtocolError("backend answered with an unreadable chat completion") from None
-    choice = reply.first
-    if choice is None:
-        raise UpstreamProtocolError("backend answered a chat completion without choices")
+    reply, choice, usage = read_completion(body)
     reason, sequence = stop_reason(choice.finish_reason, choice.stop_reason, context.stop_sequences)
     return {
         "id": message_id(reply.id),
@@ -116,9 +111,7 @@ def to_message(body: bytes, context: ReplyContext) -> Message:
         "content": _blocks(choice),
         "stop_reason": reason,
         "stop_sequence": sequence,
-        "usage": anthropic_usage(
-            usage_of(document), prompt_tokens=context.prompt_tokens, output_tokens=0
-        ),
+        "usage": anthropic_usage(usage, prompt_tokens=context.prompt_tokens, output_tokens=0),
     }
 
 

@@ -1,94 +1,46 @@
-"""OpenAI chat chunks as Anthropic's stream events, translated as they arrive.
+"""OpenAI chat chunks as Anthropic's stream events, translated as they arrive
+(`ClientEvents` for `gateway.http.translated_relay`, which reads the chunks).
 
 The first chunk opens the message (`message_start`); reasoning, text and each tool call
 become content blocks in the order they begin (`content_block_start`, their deltas:
 `thinking_delta`, `text_delta`, `input_json_delta`, then `content_block_stop` when the next
 kind begins); `[DONE]` closes the last block and sends `message_delta` (stop reason and
-usage, from the usage chunk the gateway asks for) and `message_stop`. A backend's error
-event becomes an `event: error`. Nothing is buffered beyond an unfinished SSE line.
+usage, from the usage chunk the gateway asks for) and `message_stop`. A failure, the
+backend's error event among them, becomes an `event: error`.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-import orjson
-from pydantic import ValidationError
-
 from gateway.http.anthropic_ingress.errors import error_event
 from gateway.http.anthropic_ingress.messages_reply import ContentBlock, Message, event
-from gateway.http.anthropic_ingress.openai_reply import ChatReply, MessageOut, ToolCallOut
 from gateway.http.anthropic_ingress.response_translation import (
     ReplyContext,
     anthropic_usage,
     message_id,
     stop_reason,
 )
-from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
-from providers.errors import UpstreamError, UpstreamProtocolError
-from providers.usage import Usage, usage_of
-
-_DONE = b"[DONE]"
+from gateway.http.openai_reply import ChatReply, MessageOut, ToolCallOut
+from gateway.http.translated_relay import StreamSummary
+from providers.errors import ApiError
 
 BlockKind = Literal["text", "thinking"] | int
 """A text or thinking block, or the tool call (by its OpenAI index) a tool_use block holds."""
 
 
-class StreamTranslator:
-    """One stream's translation. `finished` once the message (or a backend's error event)
-    has been translated; `failure` when the backend's bytes could not be read."""
+class MessageEvents:
+    """Anthropic's events for one stream."""
 
     def __init__(self, context: ReplyContext) -> None:
         self._context = context
-        self._sse = SseDecoder()
         self._started = False
         self._open: tuple[int, BlockKind] | None = None
         self._blocks = 0
         self._tools: dict[int, int] = {}
         """OpenAI tool call index -> the tool_use block's index."""
-        self._finish: tuple[str | None, str | int | None] = (None, None)
-        self._usage: Usage | None = None
-        self._deltas = 0
-        self.finished = False
-        self.failure: UpstreamProtocolError | None = None
 
-    def feed(self, data: bytes) -> bytes:
-        """The events for the chunks `data` completes (often none). Unreadable data sets
-        `failure`; what was translated before it is still returned."""
-        out: list[bytes] = []
-        try:
-            for payload in self._sse.feed(data):
-                if self.finished:
-                    break
-                out.append(self._translate(payload))
-        except SseDecodeError as exc:
-            self.failure = UpstreamProtocolError(f"backend sent a malformed stream: {exc}")
-        except UpstreamProtocolError as exc:
-            self.failure = exc
-        return b"".join(out)
-
-    def _translate(self, payload: bytes) -> bytes:
-        if payload == _DONE:
-            return self._start(None) + self._message_end()
-        try:
-            document = orjson.loads(payload)
-            chunk = ChatReply.model_validate(document)
-        except (orjson.JSONDecodeError, ValidationError):
-            raise UpstreamProtocolError("backend sent an unreadable stream chunk") from None
-        if chunk.error is not None:
-            self.finished = True
-            detail = chunk.error if isinstance(chunk.error, str) else chunk.error.message
-            return error_event(UpstreamError(f"backend ended the stream: {detail}"))
-        out = self._start(chunk)
-        self._usage = usage_of(document) or self._usage
-        choice = chunk.first
-        if choice is not None:
-            out += self._delta(choice.delta)
-            if choice.finish_reason is not None:
-                self._finish = (choice.finish_reason, choice.stop_reason)
-        return out
-
-    def _start(self, chunk: ChatReply | None) -> bytes:
+    def start(self, chunk: ChatReply | None) -> bytes:
         if self._started:
             return b""
         self._started = True
@@ -105,7 +57,7 @@ class StreamTranslator:
         }
         return event("message_start", {"type": "message_start", "message": message})
 
-    def _delta(self, delta: MessageOut) -> bytes:
+    def delta(self, delta: MessageOut) -> bytes:
         out = b""
         thinking = delta.thinking
         if thinking:
@@ -116,8 +68,6 @@ class StreamTranslator:
             out += self._block_delta({"type": "text_delta", "text": delta.content})
         for call in delta.tool_calls or ():
             out += self._tool_call(call)
-        if out:
-            self._deltas += 1
         return out
 
     def _tool_call(self, call: ToolCallOut) -> bytes:
@@ -161,13 +111,13 @@ class StreamTranslator:
         index, self._open = self._open[0], None
         return event("content_block_stop", {"type": "content_block_stop", "index": index})
 
-    def _message_end(self) -> bytes:
-        self.finished = True
+    def end(self, summary: StreamSummary) -> bytes:
         context = self._context
-        finish, matched = self._finish
-        reason, sequence = stop_reason(finish, matched, context.stop_sequences)
+        reason, sequence = stop_reason(
+            summary.finish_reason, summary.stop_reason, context.stop_sequences
+        )
         usage = anthropic_usage(
-            self._usage, prompt_tokens=context.prompt_tokens, output_tokens=self._deltas
+            summary.usage, prompt_tokens=context.prompt_tokens, output_tokens=summary.output_chunks
         )
         delta = {"stop_reason": reason, "stop_sequence": sequence}
         return (
@@ -175,3 +125,6 @@ class StreamTranslator:
             + event("message_delta", {"type": "message_delta", "delta": delta, "usage": usage})
             + event("message_stop", {"type": "message_stop"})
         )
+
+    def fail(self, error: ApiError) -> bytes:
+        return error_event(error)

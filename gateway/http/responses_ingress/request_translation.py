@@ -15,19 +15,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.errors import InvalidRequest
-from gateway.http.anthropic_ingress.openai_request import (
+from gateway.http.chat_messages import (
     AssistantMessage,
-    NamedToolChoice,
-    ToolCall,
-)
-from gateway.http.responses_ingress.chat_request import (
     ChatMessage,
-    ChatRequest,
     ContentPart,
     FunctionTool,
     ImagePart,
-    ResponseFormat,
+    NamedToolChoice,
+    tool_call,
+    user_content,
 )
+from gateway.http.responses_ingress.chat_request import ChatRequest, ResponseFormat
 from gateway.http.responses_ingress.chat_request import JsonSchema as JsonSchemaSpec
 from gateway.http.responses_ingress.input_items import (
     FunctionCallItem,
@@ -142,11 +140,7 @@ class _Conversation:
             # OpenAI's convention: null content, not "", when the assistant only called tools.
             self._assistant = {"role": "assistant", "content": None}
             self.add(self._assistant)
-        call: ToolCall = {
-            "id": item.call_id,
-            "type": "function",
-            "function": {"name": item.name, "arguments": item.arguments},
-        }
+        call = tool_call(item.call_id, item.name, item.arguments)
         self._assistant.setdefault("tool_calls", []).append(call)
 
     def output(self, item: FunctionCallOutputItem) -> None:
@@ -190,10 +184,7 @@ def _user_content(parts: Sequence[Part]) -> str | list[ContentPart]:
             out.append(_image(part))
         else:
             out.append({"type": "text", "text": _text(part)})
-    # A single text as a plain string: text-only engines and chat templates take it best.
-    if len(out) == 1 and out[0]["type"] == "text":
-        return out[0]["text"]
-    return out
+    return user_content(out)
 
 
 def _texts(parts: Sequence[Part]) -> list[str]:

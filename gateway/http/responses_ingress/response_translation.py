@@ -9,10 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-import orjson
-from pydantic import ValidationError
-
-from gateway.http.anthropic_ingress.openai_reply import ChatReply, ChoiceOut, ToolCallOut
+from gateway.http.openai_reply import ChoiceOut, ToolCallOut, read_completion
 from gateway.http.responses_ingress.response_object import (
     FunctionCallItem,
     IncompleteDetails,
@@ -28,8 +25,7 @@ from gateway.http.responses_ingress.response_object import (
     new_id,
 )
 from gateway.http.responses_ingress.responses_request import ResponsesRequest
-from providers.errors import UpstreamProtocolError
-from providers.usage import Usage, usage_of
+from providers.usage import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,18 +138,9 @@ def function_call_item(call: ToolCallOut, arguments: str, status: ItemStatus) ->
 
 def to_response(body: bytes, context: ReplyContext) -> ResponseObject:
     """The whole answer; raises UpstreamProtocolError if the body is no chat completion."""
-    try:
-        document = orjson.loads(body)
-        reply = ChatReply.model_validate(document)
-    except (orjson.JSONDecodeError, ValidationError):
-        raise UpstreamProtocolError("backend answered with an unreadable chat completion") from None
-    choice = reply.first
-    if choice is None:
-        raise UpstreamProtocolError("backend answered a chat completion without choices")
+    _, choice, counts = read_completion(body)
     status, incomplete = status_of(choice.finish_reason)
-    usage = responses_usage(
-        usage_of(document), prompt_tokens=context.prompt_tokens, output_tokens=0
-    )
+    usage = responses_usage(counts, prompt_tokens=context.prompt_tokens, output_tokens=0)
     output = _output(choice, "incomplete" if status == "incomplete" else "completed")
     return response_object(context, status, output, usage, incomplete=incomplete)
 

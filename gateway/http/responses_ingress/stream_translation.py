@@ -7,11 +7,13 @@ each tool call become output items in the order they begin, each opened with
 `response.function_call_arguments.delta`) and closed, when the next item begins, with its
 `.done` events and `response.output_item.done`. `[DONE]` closes the last item and sends
 `response.completed` (or `response.incomplete`, when the answer was cut at
-`max_output_tokens`) with the usage of the chunk the gateway asks for. A failure sends
-`error` and then `response.failed`. Every event carries its `sequence_number`.
+`max_output_tokens`) with the usage of the chunk the gateway asks for. A failure, the
+backend's error event among them, sends `error` and then `response.failed`. Every event
+carries its `sequence_number`.
 
-Nothing is held back beyond an unfinished SSE line; the texts are kept as well, since the
-`.done` events and the last `response` repeat them (bounded: MAX_KEPT_CHARS).
+These are `ClientEvents` for `gateway.http.translated_relay`, which reads the chunks. The
+texts are kept, since the `.done` events and the last `response` repeat them (bounded:
+MAX_KEPT_CHARS).
 """
 
 from __future__ import annotations
@@ -20,10 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-import orjson
-from pydantic import ValidationError
-
-from gateway.http.anthropic_ingress.openai_reply import ChatReply, MessageOut, ToolCallOut
+from gateway.http.openai_reply import ChatReply, MessageOut, ToolCallOut
 from gateway.http.responses_ingress.response_object import (
     ItemStatus,
     OutputItem,
@@ -39,11 +38,8 @@ from gateway.http.responses_ingress.response_translation import (
     responses_usage,
     status_of,
 )
-from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
-from providers.errors import ApiError, UpstreamError, UpstreamProtocolError
-from providers.usage import Usage, usage_of
-
-_DONE = b"[DONE]"
+from gateway.http.translated_relay import StreamSummary
+from providers.errors import ApiError, UpstreamProtocolError
 
 MAX_KEPT_CHARS = 16 * 1024 * 1024
 """Text, reasoning and arguments kept per stream for the events that repeat them; a longer
@@ -66,48 +62,28 @@ class _OpenItem:
         return {"item_id": self.item["id"], "output_index": self.output_index}
 
 
-class StreamTranslator:
-    """One stream's translation. `finished` once the response has completed or failed;
-    `failure` when the backend's bytes could not be read (the caller then calls `fail`)."""
+class ResponseEvents:
+    """The Responses API's events for one stream. Once the response has completed or
+    failed, it stays so: a later failure sends nothing."""
 
     def __init__(self, context: ReplyContext) -> None:
         self._context = context
-        self._sse = SseDecoder()
         self._sequence = 0
         self._started = False
+        self._ended = False
         self._output: list[OutputItem] = []
         self._open: _OpenItem | None = None
         self._calls: dict[int, str] = {}
         """The OpenAI index of each tool call seen -> its call_id."""
-        self._finish: str | None = None
-        self._usage: Usage | None = None
-        self._deltas = 0
         self._kept_chars = 0
-        self.finished = False
-        self.failure: UpstreamProtocolError | None = None
-
-    def feed(self, data: bytes) -> bytes:
-        """The events for the chunks `data` completes (often none). Unreadable data sets
-        `failure`; what was translated before it is still returned."""
-        out: list[bytes] = []
-        try:
-            for payload in self._sse.feed(data):
-                if self.finished:
-                    break
-                out.append(self._translate(payload))
-        except SseDecodeError as exc:
-            self.failure = UpstreamProtocolError(f"backend sent a malformed stream: {exc}")
-        except UpstreamProtocolError as exc:
-            self.failure = exc
-        return b"".join(out)
 
     def fail(self, error: ApiError) -> bytes:
-        """End the stream with `error` and `response.failed`, whose output holds what was
-        sent before (an unfinished item as `incomplete`); nothing once it has ended."""
-        if self.finished:
+        """`error` and `response.failed`, whose output holds what was sent before (an
+        unfinished item as `incomplete`)."""
+        if self._ended:
             return b""
-        self.finished = True
-        out = self._start()
+        self._ended = True
+        out = self.start(None)
         if self._open is not None:
             self._settle(self._open, "incomplete")
             self._open = None
@@ -125,27 +101,7 @@ class StreamTranslator:
             + self._event("response.failed", {"response": failed})
         )
 
-    def _translate(self, payload: bytes) -> bytes:
-        if payload == _DONE:
-            return self._start() + self._end()
-        try:
-            document = orjson.loads(payload)
-            chunk = ChatReply.model_validate(document)
-        except (orjson.JSONDecodeError, ValidationError):
-            raise UpstreamProtocolError("backend sent an unreadable stream chunk") from None
-        if chunk.error is not None:
-            detail = chunk.error if isinstance(chunk.error, str) else chunk.error.message
-            return self.fail(UpstreamError(f"backend ended the stream: {detail}"))
-        out = self._start()
-        self._usage = usage_of(document) or self._usage
-        choice = chunk.first
-        if choice is not None:
-            out += self._delta(choice.delta)
-            if choice.finish_reason is not None:
-                self._finish = choice.finish_reason
-        return out
-
-    def _start(self) -> bytes:
+    def start(self, chunk: ChatReply | None) -> bytes:
         if self._started:
             return b""
         self._started = True
@@ -154,7 +110,7 @@ class StreamTranslator:
             "response.in_progress", {"response": response}
         )
 
-    def _delta(self, delta: MessageOut) -> bytes:
+    def delta(self, delta: MessageOut) -> bytes:
         out = b""
         if delta.thinking:
             out += self._text("reasoning", delta.thinking)
@@ -162,8 +118,6 @@ class StreamTranslator:
             out += self._text("message", delta.content)
         for call in delta.tool_calls or ():
             out += self._call(call)
-        if out:
-            self._deltas += 1
         return out
 
     def _text(self, kind: Literal["reasoning", "message"], text: str) -> bytes:
@@ -264,12 +218,14 @@ class StreamTranslator:
             item["arguments"], item["status"] = text, status
         return text
 
-    def _end(self) -> bytes:
-        self.finished = True
-        status, incomplete = status_of(self._finish)
+    def end(self, summary: StreamSummary) -> bytes:
+        self._ended = True
+        status, incomplete = status_of(summary.finish_reason)
         out = self._close("incomplete" if status == "incomplete" else "completed")
         usage = responses_usage(
-            self._usage, prompt_tokens=self._context.prompt_tokens, output_tokens=self._deltas
+            summary.usage,
+            prompt_tokens=self._context.prompt_tokens,
+            output_tokens=summary.output_chunks,
         )
         response = response_object(
             self._context, status, self._output, usage, incomplete=incomplete

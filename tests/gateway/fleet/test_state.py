@@ -12,6 +12,7 @@ from gateway.backend_config import BackendConfig
 from gateway.config import HealthConfig
 from gateway.fleet.engine_metrics import EngineLoad
 from gateway.fleet.state import FleetState
+from providers.rate_limits import RateLimitSignal
 
 Change = Callable[[FleetState], object]
 
@@ -65,6 +66,15 @@ CHANGES: dict[str, tuple[Change, Change]] = {
     ),
     "ejection": (nothing, lambda s: [s.record_failure("a", "HTTP 503") for _ in range(3)]),
     "cool-down": (nothing, lambda s: s.cool_down("a", 30.0, "429: retry after 30s")),
+    "rate limited": (nothing, lambda s: s.rate_limited("a", 30.0, None)),
+    "provider budget": (
+        nothing,
+        lambda s: s.record_provider_limits("a", RateLimitSignal(remaining_requests=2)),
+    ),
+    "provider budget spent": (
+        nothing,
+        lambda s: s.record_provider_limits("a", RateLimitSignal(0, requests_reset_s=12.0)),
+    ),
     "failed probe": (nothing, lambda s: s.record_probe("a", False, "connection refused")),
     "probe ok again": (
         lambda s: s.record_probe("a", False, "connection refused"),

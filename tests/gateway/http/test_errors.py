@@ -5,33 +5,20 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from gateway.config import ConfigError, parse_config
 from gateway.service import start_gateway as start_service
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.gateway.http.conftest import assert_openai_error
 
 CHAT: dict[str, Any] = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
 
 
 @pytest.fixture
-async def gw(start_emulator: StartEmulator, start_gateway: StartGateway) -> RunningGateway:
-    engine = await start_emulator()
-    config = make_config({"only": engine.base_url})
-    config["server"] = {"max_body_bytes": 4096}
-    return await start_gateway(config)
-
-
-def assert_openai_error(response: httpx.Response, status: int, code: str | None) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    error: dict[str, Any] = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert error["message"]
-    if code is not None:
-        assert error["code"] == code
-    return error
+def gw(small_body_gw: RunningGateway) -> RunningGateway:
+    """Small bodies only, to see the limit's error."""
+    return small_body_gw
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,7 @@ function backendPage(data, name) {
       h('span', { class: 'stat', title: quality.title }, 'quality ', qualityBadge(quality)),
       h('span', { class: 'chip' }, b.kind), h('span', { class: 'muted' }, (b.models || []).join(', ')),
       h('span', { class: 'stat' }, metric('in_flight', fmtInt(health.in_flight)), ` / ${fmtInt(health.max_concurrency)} in flight`),
+      providerBudget(health),
       h('span', { class: 'stat' }, metric('share', fmtPct(sum.share)), ' of fleet requests')),
     statusNotes(b),
     tiles(sum),
@@ -73,6 +74,16 @@ function backendPage(data, name) {
     h('div', { class: 'grid two' }, errorsCard(sum), reasonsCard(b.reasons, `why the router chose ${b.name}`)),
     qualityCard(b.quality),
   ];
+}
+
+// What the provider's rate-limit headers last said, while that reading holds; null without one.
+function providerBudget(health) {
+  const left = [[health.provider_remaining_requests, 'requests'], [health.provider_remaining_tokens, 'tokens']]
+    .filter(([n]) => n !== null && n !== undefined).map(([n, what]) => `${fmtInt(n)} ${what}`);
+  if (!left.length) return null;
+  const cap = health.effective_max_concurrency;
+  const note = cap !== undefined && cap < health.max_concurrency ? ` (takes ${fmtInt(cap)} in flight)` : '';
+  return h('span', { class: 'stat', title: `read at ${clock(health.provider_limits_read_at, true)}` }, 'provider: ', metric('provider_remaining', left.join(', ')), ` left${note}`);
 }
 
 // Health check and quality state in words, loudest first.

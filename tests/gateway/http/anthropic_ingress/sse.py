@@ -4,23 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from tests.gateway.http.sse_events import sse_events
 
 Event = tuple[str, dict[str, Any]]
 
 
 def anthropic_events(body: bytes) -> list[Event]:
-    """Each `event:` with its data; checks that the data names the same type."""
-    out: list[Event] = []
-    for frame in body.split(b"\n\n"):
-        if not frame.strip():
-            continue
-        kind, data = frame.split(b"\n", 1)
-        assert kind.startswith(b"event: "), frame
-        payload: dict[str, Any] = orjson.loads(data.removeprefix(b"data: "))
-        assert payload["type"] == kind.removeprefix(b"event: ").decode()
-        out.append((payload["type"], payload))
-    return out
+    """Each event's type with its data."""
+    return [(payload["type"], payload) for payload in sse_events(body)]
 
 
 def streamed_text(events: list[Event]) -> str:

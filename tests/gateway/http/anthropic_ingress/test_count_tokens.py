@@ -4,26 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from gateway.http.anthropic_ingress.count_tokens import (
     EXACT_CHARS,
     IMAGE_TOKENS,
     MESSAGE_OVERHEAD_TOKENS,
     prompt_tokens,
 )
-from gateway.http.anthropic_ingress.openai_request import ChatMessage
+from gateway.http.chat_messages import ChatMessage
 from gateway.prefix.token_count import TokenCounter
-from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.conftest import RunningGateway
 
 IMAGE = {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}
 TOOL = {"name": "get", "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}
-
-
-@pytest.fixture
-async def gw(start_emulator: StartEmulator, start_gateway: StartGateway) -> RunningGateway:
-    engine = await start_emulator()
-    return await start_gateway(make_config({"only": engine.base_url}))
 
 
 async def count(gw: RunningGateway, **fields: Any) -> int:

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from emulator.loopback import LoopbackServer
-from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.conftest import RunningGateway, StartGateway, make_config
 from tests.gateway.http.anthropic_ingress.sse import anthropic_events, streamed_text
 
 HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "unused"}
@@ -33,12 +33,6 @@ WEATHER_TOOL = {
         "required": ["city"],
     },
 }
-
-
-@pytest.fixture
-async def gw(start_emulator: StartEmulator, start_gateway: StartGateway) -> RunningGateway:
-    engine = await start_emulator()
-    return await start_gateway(make_config({"only": engine.base_url}))
 
 
 async def test_whole_message(gw: RunningGateway) -> None:

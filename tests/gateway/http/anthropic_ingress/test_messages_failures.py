@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 from tests.gateway.http.anthropic_ingress.sse import anthropic_events, streamed_text
+from tests.gateway.http.conftest import StartBehindFaulty, assert_retried_on_the_spare
 
 MESSAGES: dict[str, Any] = {
     "model": "default",
@@ -29,23 +30,13 @@ def assert_anthropic_error(response: httpx.Response, status: int, kind: str) -> 
     return message
 
 
-async def attempts_of(gw: RunningGateway, response: httpx.Response) -> list[tuple[str, str]]:
-    decision_id = response.headers["x-switchyard-decision"]
-    decision = (await gw.client.get(f"/v1/switchyard/decisions/{decision_id}")).json()
-    return [(a["backend"], a["outcome"]) for a in decision["attempts"]]
-
-
 @pytest.mark.parametrize("body", [MESSAGES, STREAM], ids=["whole", "stream"])
 async def test_failure_before_the_first_byte_is_retried_elsewhere(
-    start_emulator: StartEmulator, start_gateway: StartGateway, body: dict[str, Any]
+    start_behind_faulty: StartBehindFaulty, body: dict[str, Any]
 ) -> None:
-    failing = await start_emulator(faults={"fail_status": 500})
-    healthy = await start_emulator()
-    gw = await start_gateway(make_config({"a": failing.base_url, "b": healthy.base_url}))
+    gw, _ = await start_behind_faulty({"fail_status": 500})
     response = await gw.client.post("/v1/messages", json=body)
-    assert response.status_code == 200, response.text
-    assert response.headers["x-switchyard-backend"] == "b"
-    assert await attempts_of(gw, response) == [("a", "upstream_500"), ("b", "ok")]
+    await assert_retried_on_the_spare(gw, response)
     if body.get("stream"):
         assert anthropic_events(response.content)[-1][0] == "message_stop"
 
@@ -59,14 +50,9 @@ async def test_failure_before_the_first_byte_is_retried_elsewhere(
     ids=["backend error event", "connection cut"],
 )
 async def test_failure_mid_stream_ends_with_an_error_event(
-    start_emulator: StartEmulator,
-    start_gateway: StartGateway,
-    faults: dict[str, int],
-    message: str,
+    start_behind_faulty: StartBehindFaulty, faults: dict[str, int], message: str
 ) -> None:
-    broken = await start_emulator(faults=faults)
-    spare = await start_emulator()
-    gw = await start_gateway(make_config({"a": broken.base_url, "b": spare.base_url}))
+    gw, spare = await start_behind_faulty(faults)
     response = await gw.client.post("/v1/messages", json=STREAM)
     assert response.status_code == 200
     events = anthropic_events(response.content)
@@ -111,14 +97,6 @@ async def test_keys_from_x_api_key_or_bearer(
         assert response.status_code == 200, (headers, response.text)
 
 
-@pytest.fixture
-async def gw(start_emulator: StartEmulator, start_gateway: StartGateway) -> RunningGateway:
-    engine = await start_emulator()
-    return await start_gateway(
-        make_config({"only": engine.base_url}, server={"max_body_bytes": 4096})
-    )
-
-
 @pytest.mark.parametrize(
     ("content", "status", "kind", "names"),
     [
@@ -154,25 +132,25 @@ async def gw(start_emulator: StartEmulator, start_gateway: StartGateway) -> Runn
     ids=["not json", "not an object", "no max_tokens", "no messages", "unknown route", "too large"],
 )
 async def test_bad_requests(
-    gw: RunningGateway, content: bytes, status: int, kind: str, names: str
+    small_body_gw: RunningGateway, content: bytes, status: int, kind: str, names: str
 ) -> None:
-    response = await gw.client.post("/v1/messages", content=content)
+    response = await small_body_gw.client.post("/v1/messages", content=content)
     assert names in assert_anthropic_error(response, status, kind)
     assert "x-switchyard-decision" not in response.headers, "rejected before routing"
 
 
-async def test_slo_headers_are_read(gw: RunningGateway) -> None:
-    bad = await gw.client.post(
+async def test_slo_headers_are_read(small_body_gw: RunningGateway) -> None:
+    bad = await small_body_gw.client.post(
         "/v1/messages", json=MESSAGES, headers={"x-switchyard-ttft-ms": "soon"}
     )
     assert "x-switchyard-ttft-ms" in assert_anthropic_error(bad, 400, "invalid_request_error")
-    good = await gw.client.post(
+    good = await small_body_gw.client.post(
         "/v1/messages", json=MESSAGES, headers={"x-switchyard-ttft-ms": "5000"}
     )
     assert good.status_code == 200
 
 
-async def test_wrong_method(gw: RunningGateway) -> None:
-    response = await gw.client.get("/v1/messages")
+async def test_wrong_method(small_body_gw: RunningGateway) -> None:
+    response = await small_body_gw.client.get("/v1/messages")
     assert_anthropic_error(response, 405, "invalid_request_error")
     assert response.headers["allow"] == "POST"

@@ -2,59 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
 import pytest
 
 from gateway.http.anthropic_ingress.response_translation import ReplyContext
-from gateway.http.anthropic_ingress.stream_translation import StreamTranslator
+from gateway.http.anthropic_ingress.stream_translation import MessageEvents
+from gateway.http.translated_relay import TranslatedStream
+from tests.gateway.http.anthropic_ingress.sse import anthropic_events as events
+from tests.gateway.http.openai_chunks import DONE, TEXT_STREAM, call, chunk, feed_in_pieces
 
 CONTEXT = ReplyContext(model="default", stop_sequences=(), prompt_tokens=42)
-DONE = b"data: [DONE]\n\n"
 
 
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> bytes:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    body = {"id": "chatcmpl-9", "model": "served", "choices": choices, **extra}
-    return b"data: " + orjson.dumps(body) + b"\n\n"
-
-
-def call(index: int, arguments: str, name: str | None = None) -> dict[str, Any]:
-    head = {"id": f"call_{index}", "type": "function"} if name else {}
-    function = {"name": name, "arguments": arguments} if name else {"arguments": arguments}
-    return {"tool_calls": [{"index": index, **head, "function": function}]}
-
-
-def events(raw: bytes) -> list[tuple[str, dict[str, Any]]]:
-    out = []
-    for frame in raw.split(b"\n\n"):
-        if not frame:
-            continue
-        kind, data = frame.split(b"\n")
-        assert kind.startswith(b"event: ") and data.startswith(b"data: ")
-        payload = orjson.loads(data[6:])
-        assert payload["type"] == kind[7:].decode()
-        out.append((payload["type"], payload))
-    return out
-
-
-def translate(stream: bytes, split: int | None = None) -> tuple[StreamTranslator, bytes]:
-    translator = StreamTranslator(CONTEXT)
-    step = split or len(stream)
-    out = b"".join(translator.feed(stream[i : i + step]) for i in range(0, len(stream), step))
-    return translator, out
-
-
-USAGE = {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}}
-TEXT_STREAM = (
-    chunk({"role": "assistant", "content": ""})
-    + chunk({"content": "Hel"})
-    + chunk({"content": "lo"})
-    + chunk({}, "stop")
-    + chunk(None, usage=USAGE)
-    + DONE
-)
+def translate(stream: bytes, split: int | None = None) -> tuple[TranslatedStream, bytes]:
+    return feed_in_pieces(MessageEvents(CONTEXT), stream, split)
 
 
 @pytest.mark.parametrize("split", [None, 1, 7, 64])

@@ -4,25 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
+from tests.gateway.http.sse_events import sse_events
 
 Event = dict[str, Any]
 
 
 def response_events(body: bytes) -> list[Event]:
-    """Each event's data; checks that the `event:` line names its type and that the
-    sequence numbers count up from 0."""
-    out: list[Event] = []
-    for frame in body.split(b"\n\n"):
-        if not frame.strip():
-            continue
-        kind, data = frame.split(b"\n", 1)
-        assert kind.startswith(b"event: "), frame
-        payload: Event = orjson.loads(data.removeprefix(b"data: "))
-        assert payload["type"] == kind.removeprefix(b"event: ").decode()
-        assert payload["sequence_number"] == len(out), "sequence numbers count up from 0"
-        out.append(payload)
-    return out
+    """Each event's data; checks that the sequence numbers count up from 0."""
+    events = sse_events(body)
+    for position, event in enumerate(events):
+        assert event["sequence_number"] == position, "sequence numbers count up from 0"
+    return events
 
 
 def kinds(events: list[Event]) -> list[str]:

@@ -14,7 +14,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from emulator.loopback import LoopbackServer
-from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.conftest import RunningGateway, StartGateway, make_config
 from tests.gateway.http.responses_ingress.sse import kinds, response_events, streamed_text
 
 REQUEST: dict[str, Any] = {
@@ -40,12 +40,6 @@ TEXT_ITEM_EVENTS = [
     "response.content_part.added",
     "response.output_text.delta",
 ]
-
-
-@pytest.fixture
-async def gw(start_emulator: StartEmulator, start_gateway: StartGateway) -> RunningGateway:
-    engine = await start_emulator()
-    return await start_gateway(make_config({"only": engine.base_url}))
 
 
 async def test_whole_response(gw: RunningGateway) -> None:

@@ -6,42 +6,27 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.gateway.http.conftest import (
+    StartBehindFaulty,
+    assert_openai_error,
+    assert_retried_on_the_spare,
+)
 from tests.gateway.http.responses_ingress.sse import kinds, response_events, streamed_text
 
 REQUEST: dict[str, Any] = {"model": "default", "input": "hello there", "max_output_tokens": 20}
 STREAM = {**REQUEST, "stream": True}
 
 
-def assert_openai_error(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    error: dict[str, Any] = response.json()["error"]
-    assert set(error) == {"message", "type", "param", "code"}
-    assert error["code"] == code and error["message"]
-    return error
-
-
-async def attempts_of(gw: RunningGateway, response: httpx.Response) -> list[tuple[str, str]]:
-    decision_id = response.headers["x-switchyard-decision"]
-    decision = (await gw.client.get(f"/v1/switchyard/decisions/{decision_id}")).json()
-    return [(a["backend"], a["outcome"]) for a in decision["attempts"]]
-
-
 @pytest.mark.parametrize("body", [REQUEST, STREAM], ids=["whole", "stream"])
 async def test_failure_before_the_first_byte_is_retried_elsewhere(
-    start_emulator: StartEmulator, start_gateway: StartGateway, body: dict[str, Any]
+    start_behind_faulty: StartBehindFaulty, body: dict[str, Any]
 ) -> None:
-    failing = await start_emulator(faults={"fail_status": 500})
-    healthy = await start_emulator()
-    gw = await start_gateway(make_config({"a": failing.base_url, "b": healthy.base_url}))
+    gw, _ = await start_behind_faulty({"fail_status": 500})
     response = await gw.client.post("/v1/responses", json=body)
-    assert response.status_code == 200, response.text
-    assert response.headers["x-switchyard-backend"] == "b"
-    assert await attempts_of(gw, response) == [("a", "upstream_500"), ("b", "ok")]
+    await assert_retried_on_the_spare(gw, response)
     if body.get("stream"):
         assert kinds(response_events(response.content))[-1] == "response.incomplete"
 
@@ -66,15 +51,9 @@ async def test_no_backend_left_is_an_openai_error(
     ids=["backend error event", "connection cut"],
 )
 async def test_failure_mid_stream_ends_as_failed(
-    start_emulator: StartEmulator,
-    start_gateway: StartGateway,
-    faults: dict[str, int],
-    code: str,
-    message: str,
+    start_behind_faulty: StartBehindFaulty, faults: dict[str, int], code: str, message: str
 ) -> None:
-    broken = await start_emulator(faults=faults)
-    spare = await start_emulator()
-    gw = await start_gateway(make_config({"a": broken.base_url, "b": spare.base_url}))
+    gw, spare = await start_behind_faulty(faults)
     response = await gw.client.post("/v1/responses", json=STREAM)
     assert response.status_code == 200
     events = response_events(response.content)
@@ -91,14 +70,6 @@ async def test_failure_mid_stream_ends_as_failed(
     assert item["status"] == "incomplete"
     assert item["content"][0]["text"] == streamed_text(events)
     assert spare.runtime.stats.received == 0, "no retry after the first byte"
-
-
-@pytest.fixture
-async def gw(start_emulator: StartEmulator, start_gateway: StartGateway) -> RunningGateway:
-    engine = await start_emulator()
-    return await start_gateway(
-        make_config({"only": engine.base_url}, server={"max_body_bytes": 4096})
-    )
 
 
 WEB_SEARCH = [{"type": "web_search"}]
@@ -129,9 +100,9 @@ IMAGE_BY_FILE = {"type": "input_image", "file_id": "file-1", "detail": "auto"}
     ids=lambda value: value if isinstance(value, str) else None,
 )
 async def test_refused_with_the_parameter_named(
-    gw: RunningGateway, fields: dict[str, Any], param: str, names: str
+    small_body_gw: RunningGateway, fields: dict[str, Any], param: str, names: str
 ) -> None:
-    response = await gw.client.post("/v1/responses", json={**REQUEST, **fields})
+    response = await small_body_gw.client.post("/v1/responses", json={**REQUEST, **fields})
     error = assert_openai_error(response, 400, "invalid_request")
     assert error["type"] == "invalid_request_error" and error["param"] == param
     assert names in error["message"]
@@ -155,9 +126,9 @@ async def test_refused_with_the_parameter_named(
     ids=["not json", "not an object", "no input", "unknown route", "too large"],
 )
 async def test_bad_requests(
-    gw: RunningGateway, content: bytes, status: int, code: str, names: str
+    small_body_gw: RunningGateway, content: bytes, status: int, code: str, names: str
 ) -> None:
-    response = await gw.client.post("/v1/responses", content=content)
+    response = await small_body_gw.client.post("/v1/responses", content=content)
     assert names in assert_openai_error(response, status, code)["message"]
 
 
@@ -181,7 +152,7 @@ async def test_keys_are_checked(
     assert response.status_code == 200, response.text
 
 
-async def test_wrong_method(gw: RunningGateway) -> None:
-    response = await gw.client.get("/v1/responses")
+async def test_wrong_method(small_body_gw: RunningGateway) -> None:
+    response = await small_body_gw.client.get("/v1/responses")
     assert_openai_error(response, 405, "method_not_allowed")
     assert response.headers["allow"] == "POST"

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import orjson
 import pytest
 
 from gateway.http.responses_ingress.response_translation import reply_context
 from gateway.http.responses_ingress.responses_request import parse_responses_request
-from gateway.http.responses_ingress.stream_translation import StreamTranslator
+from gateway.http.responses_ingress.stream_translation import ResponseEvents
+from gateway.http.translated_relay import TranslatedStream
 from providers.errors import UpstreamTimeout
+from tests.gateway.http.openai_chunks import DONE, TEXT_STREAM, call, chunk, feed_in_pieces
 from tests.gateway.http.responses_ingress.sse import kinds, response_events
 
 CONTEXT = reply_context(parse_responses_request(b'{"model": "default", "input": "hi"}'), 42)
-DONE = b"data: [DONE]\n\n"
-USAGE = {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}}
 CREATED = ["response.created", "response.in_progress"]
 TEXT_OPEN = ["response.output_item.added", "response.content_part.added"]
 TEXT_CLOSE = [
@@ -32,33 +29,8 @@ REASONING_CLOSE = [
 ]
 
 
-def chunk(delta: dict[str, Any] | None = None, finish: str | None = None, **extra: Any) -> bytes:
-    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    body = {"id": "chatcmpl-9", "model": "served", "choices": choices, **extra}
-    return b"data: " + orjson.dumps(body) + b"\n\n"
-
-
-def call(index: int, arguments: str, name: str | None = None) -> dict[str, Any]:
-    head = {"id": f"call_{index}", "type": "function"} if name else {}
-    function = {"name": name, "arguments": arguments} if name else {"arguments": arguments}
-    return {"tool_calls": [{"index": index, **head, "function": function}]}
-
-
-def translate(stream: bytes, split: int | None = None) -> tuple[StreamTranslator, bytes]:
-    translator = StreamTranslator(CONTEXT)
-    step = split or len(stream)
-    out = b"".join(translator.feed(stream[i : i + step]) for i in range(0, len(stream), step))
-    return translator, out
-
-
-TEXT_STREAM = (
-    chunk({"role": "assistant", "content": ""})
-    + chunk({"content": "Hel"})
-    + chunk({"content": "lo"})
-    + chunk({}, "stop")
-    + chunk(None, usage=USAGE)
-    + DONE
-)
+def translate(stream: bytes, split: int | None = None) -> tuple[TranslatedStream, bytes]:
+    return feed_in_pieces(ResponseEvents(CONTEXT), stream, split)
 
 
 @pytest.mark.parametrize("split", [None, 1, 7, 64])
@@ -203,13 +175,14 @@ def test_fail_from_outside_and_only_once() -> None:
     assert kinds(events)[-2:] == ["error", "response.failed"]
     assert events[-2]["code"] == "upstream_timeout"
     assert translator.fail(UpstreamTimeout("again")) == b""
-    finished = StreamTranslator(CONTEXT)
-    finished.feed(TEXT_STREAM)
+    finished, _ = translate(TEXT_STREAM)
     assert finished.fail(UpstreamTimeout("late")) == b"", "a completed response stays completed"
 
 
 def test_a_failure_before_any_chunk_still_opens_the_response() -> None:
-    events = response_events(StreamTranslator(CONTEXT).fail(UpstreamTimeout("slow")))
+    events = response_events(
+        TranslatedStream(ResponseEvents(CONTEXT)).fail(UpstreamTimeout("slow"))
+    )
     assert kinds(events) == [*CREATED, "error", "response.failed"]
 
 

@@ -1,4 +1,5 @@
-"""What comes back from the backend, in OpenAI's shape: a chat completion or stream chunk.
+"""What comes back from the backend, in OpenAI's shape, as the translating ingresses read
+it: a chat completion or a stream chunk, and its usage.
 
 Validated with pydantic because it comes from the network, leniently: unknown fields are
 ignored, and what the translation does not need may be missing. Reasoning text is read
@@ -9,7 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+import orjson
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from providers.errors import UpstreamProtocolError
+from providers.usage import Usage, usage_of
 
 
 class _Parsed(BaseModel):
@@ -68,3 +73,33 @@ class ChatReply(_Parsed):
     @property
     def first(self) -> ChoiceOut | None:
         return next((c for c in self.choices if c.index == 0), None)
+
+    @property
+    def error_message(self) -> str:
+        error = self.error
+        return error.message if isinstance(error, ErrorOut) else error or ""
+
+
+def read_completion(body: bytes) -> tuple[ChatReply, ChoiceOut, Usage | None]:
+    """A whole answer, its first choice and its usage; raises UpstreamProtocolError if the
+    body is no chat completion or has no choice."""
+    reply, usage = _read(body, "backend answered with an unreadable chat completion")
+    choice = reply.first
+    if choice is None:
+        raise UpstreamProtocolError("backend answered a chat completion without choices")
+    return reply, choice, usage
+
+
+def read_chunk(payload: bytes) -> tuple[ChatReply, Usage | None]:
+    """One stream chunk (an SSE event's data) and its usage, if it carries any; raises
+    UpstreamProtocolError if it is no chunk."""
+    return _read(payload, "backend sent an unreadable stream chunk")
+
+
+def _read(data: bytes, unreadable: str) -> tuple[ChatReply, Usage | None]:
+    try:
+        document = orjson.loads(data)
+        reply = ChatReply.model_validate(document)
+    except (orjson.JSONDecodeError, ValidationError):
+        raise UpstreamProtocolError(unreadable) from None
+    return reply, usage_of(document)

@@ -1,0 +1,147 @@
+"""Relaying a backend's OpenAI stream in another client format: the chunk loop the
+translating ingresses share, and how a stream ends that the gateway cannot translate.
+
+The relay (`streaming.relay`) hands over the backend's OpenAI SSE bytes. A
+`TranslatedStream` decodes them, reads each chunk once and tells the client format's
+`ClientEvents` what arrived: the first chunk, each delta, the end (`[DONE]`) with what the
+stream said of its answer (`StreamSummary`), or a failure. The format writes its own
+events. Nothing is buffered beyond an unfinished SSE line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from gateway.http.openai_reply import ChatReply, MessageOut, read_chunk
+from gateway.http.streaming import StreamOutcome
+from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
+from providers.errors import ApiError, UpstreamError, UpstreamProtocolError
+from providers.usage import Usage
+
+DONE = b"[DONE]"
+
+
+@dataclass(slots=True)
+class StreamSummary:
+    """What a stream has said of its answer so far."""
+
+    finish_reason: str | None = None
+    stop_reason: str | int | None = None
+    """vLLM's extension: the stop string (or token id) that ended the answer."""
+    usage: Usage | None = None
+    """From the usage chunk the gateway asks for; None when the backend sent none."""
+    output_chunks: int = 0
+    """Chunks whose delta showed something: the output estimate when usage is missing."""
+
+
+class ClientEvents(Protocol):
+    """One stream's events in a client's format, written as the chunks arrive."""
+
+    def start(self, chunk: ChatReply | None) -> bytes:
+        """The events that open the stream, from its first chunk (None when `[DONE]` comes
+        first); nothing once it has opened."""
+        ...
+
+    def delta(self, delta: MessageOut) -> bytes:
+        """The events for one chunk's delta (often none); raises UpstreamProtocolError for a
+        delta the format cannot express."""
+        ...
+
+    def end(self, summary: StreamSummary) -> bytes:
+        """The events that close the stream after `[DONE]`."""
+        ...
+
+    def fail(self, error: ApiError) -> bytes:
+        """The events that end the stream with `error`."""
+        ...
+
+
+class TranslatedStream:
+    """One stream's translation. `finished` once it has ended (`[DONE]`, a backend's error
+    event, `fail`); `failure` when the backend's bytes could not be read (the caller then
+    ends the stream with `fail`)."""
+
+    def __init__(self, events: ClientEvents) -> None:
+        self._events = events
+        self._sse = SseDecoder()
+        self._summary = StreamSummary()
+        self.finished = False
+        self.failure: UpstreamProtocolError | None = None
+
+    def feed(self, data: bytes) -> bytes:
+        """The events for the chunks `data` completes (often none). Unreadable data sets
+        `failure`; what was translated before it is still returned."""
+        out: list[bytes] = []
+        try:
+            for payload in self._sse.feed(data):
+                if self.finished:
+                    break
+                out.append(self._translate(payload))
+        except SseDecodeError as exc:
+            self.failure = UpstreamProtocolError(f"backend sent a malformed stream: {exc}")
+        except UpstreamProtocolError as exc:
+            self.failure = exc
+        return b"".join(out)
+
+    def fail(self, error: ApiError) -> bytes:
+        """End the stream with `error`, as the client's format ends a failed one."""
+        self.finished = True
+        return self._events.fail(error)
+
+    def _translate(self, payload: bytes) -> bytes:
+        events, summary = self._events, self._summary
+        if payload == DONE:
+            self.finished = True
+            return events.start(None) + events.end(summary)
+        chunk, usage = read_chunk(payload)
+        if chunk.error is not None:
+            return self.fail(UpstreamError(f"backend ended the stream: {chunk.error_message}"))
+        out = events.start(chunk)
+        summary.usage = usage or summary.usage
+        choice = chunk.first
+        if choice is not None:
+            shown = events.delta(choice.delta)
+            if shown:
+                summary.output_chunks += 1
+            out += shown
+            if choice.finish_reason is not None:
+                summary.finish_reason = choice.finish_reason
+                summary.stop_reason = choice.stop_reason
+        return out
+
+
+async def relay_translated(
+    chunks: AsyncIterator[bytes], outcome: StreamOutcome, stream: TranslatedStream
+) -> AsyncIterator[bytes]:
+    """The client's events for the relayed OpenAI bytes. The relay's own closing error event
+    (it sets `outcome.error` first) ends the stream as failed; so does a stream this
+    translation cannot read or that ends early, which the gateway then ends itself."""
+    try:
+        async for chunk in chunks:
+            if outcome.error is not None:
+                yield stream.fail(outcome.error)
+                return
+            out = stream.feed(chunk)
+            if out:
+                yield out
+            if stream.failure is not None:
+                yield _broken(outcome, stream, stream.failure)
+                return
+        if not stream.finished:
+            early = UpstreamProtocolError("backend ended the stream before its end")
+            yield _broken(outcome, stream, early)
+    finally:
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def _broken(
+    outcome: StreamOutcome, stream: TranslatedStream, error: UpstreamProtocolError
+) -> bytes:
+    """The gateway ends a stream it cannot translate: recorded as the relay records its own."""
+    outcome.error = error
+    outcome.status = error.code or "error"
+    return stream.fail(error)
