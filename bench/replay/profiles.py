@@ -40,7 +40,8 @@ PROFILES: dict[str, GatewayProfile] = {
     "round-robin": GatewayProfile(_pipeline({"ref": "round-robin-scorer"})),
     "least-load": GatewayProfile(_pipeline({"ref": "least-load-scorer"})),
     # The embedded default's cache-aware profile (gateway/examples/embedded.yaml), less its
-    # quality-filter: a replay's engines have no faults, and it would keep every backend.
+    # quality-, placement- and context-window filters: a replay's engines have no faults,
+    # tags or windows, so each of them would keep every backend.
     "cache-aware": GatewayProfile(
         _cache_aware([], "kv-cost"),
         [
