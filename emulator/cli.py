@@ -49,6 +49,7 @@ _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--loop-rate", "loop_rate", float),
     ("--truncate-context-tokens", "truncate_context_tokens", int),
     ("--substitute-model", "substitute_model", bool),
+    ("--echo-request-headers", "echo_request_headers", bool),
     ("--latency-spike-rate", "latency_spike_rate", float),
     ("--latency-spike-s", "latency_spike_s", float),
     ("--error-burst-rate", "error_burst_rate", float),

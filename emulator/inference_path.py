@@ -7,6 +7,7 @@ the answer in the request's format, whole or streamed, with the stream faults ap
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -122,13 +123,20 @@ class InferencePath:
         """The refusal or the injected failure this request gets before it is read."""
         refusal = self.refusal(request, api)
         if refusal is not None:
-            return self._error(api, refusal, None)
+            return self._error(api, self._echoing(refusal, request), None)
         status = self._runtime.take_failure()
         if status is None:
             return None
         retry_after_s = self._runtime.faults.retry_after_s
         failure = Failure(status, f"Emulated failure ({status}).", retry_after_s=retry_after_s)
-        return self._error(api, failure, self._runtime.limiter.peek())
+        return self._error(api, self._echoing(failure, request), self._runtime.limiter.peek())
+
+    def _echoing(self, failure: Failure, request: Request) -> Failure:
+        """With `echo_request_headers`, the failure quotes every header it was sent."""
+        if not self._runtime.faults.echo_request_headers:
+            return failure
+        quoted = "; ".join(f"{name}: {value}" for name, value in request.headers.items())
+        return replace(failure, message=f"{failure.message} Request headers: {quoted}")
 
     def _stream(
         self,

@@ -42,6 +42,12 @@ class Faults(BaseModel):
     seed: int | None = Field(
         None, description="Seeds the random draws of the rates; unset: unseeded."
     )
+    echo_request_headers: bool = Field(
+        False,
+        description="Refusals and injected failures quote the request's headers (its key "
+        "among them) in their message, as a careless upstream or proxy does: for tests "
+        "that no secret leaks.",
+    )
     cut_stream_rate: Rate | None = Field(
         None,
         description="Streams: share of streams cut after cut_stream_after_chunks chunks "

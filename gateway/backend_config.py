@@ -14,6 +14,7 @@ from gateway.telemetry.config import PricingConfig
 from providers.presets import KIND_PRESETS, with_preset_defaults
 from providers.settings import (
     DEFAULT_IDLE_KEEPALIVE_S,
+    EMULATOR_KINDS,
     OPENAI_COMPATIBLE_KINDS,
     RESERVED_HEADERS,
     BackendKind,
@@ -64,7 +65,8 @@ class CacheConfig(StrictConfig):
 
 
 ENGINE_KINDS: frozenset[str] = frozenset({"vllm", "sglang", "llama-cpp", "emulated"})
-"""Kinds whose metrics endpoint is known: `/metrics` at the base URL's origin."""
+"""Kinds whose metrics endpoint is known (so is every emulated backend's): `/metrics` at the
+base URL's origin."""
 
 
 class MetricsConfig(StrictConfig):
@@ -100,6 +102,36 @@ class MetricsConfig(StrictConfig):
         return self.url is not None or "path" in self.model_fields_set
 
 
+class LlamaCppConfig(StrictConfig):
+    """kind llama-cpp: what the gateway reads of llama-server itself, from its own task
+    (`gateway/fleet/llama_cpp_scrape.py`), never on the request path."""
+
+    slots: bool = Field(
+        True, description="Poll /slots: its busy slots are the engine's running requests."
+    )
+    props: bool = Field(
+        True,
+        description="Read /props for the context window per slot when "
+        "context_window_tokens is unset (a configured one wins).",
+    )
+    interval_s: float = Field(1.0, ge=0.05, description="Time between two polls of /slots.")
+    timeout_s: float = Field(0.5, gt=0, description="Each read whole: connect, status, body.")
+    stale_after_s: float = Field(
+        5.0, gt=0, description="A /slots reading older than this is ignored by policies."
+    )
+    max_body_bytes: int = Field(
+        1024 * 1024, ge=1024, description="A larger answer (of /slots or /props) fails the read."
+    )
+
+    @model_validator(mode="after")
+    def _check_timing(self) -> LlamaCppConfig:
+        if self.stale_after_s < 2 * self.interval_s:
+            raise ValueError("stale_after_s: must be at least twice interval_s")
+        if self.timeout_s > self.stale_after_s:
+            raise ValueError("timeout_s: must not exceed stale_after_s")
+        return self
+
+
 class RateLimitsConfig(StrictConfig):
     """What the gateway does with a provider's rate-limit headers (`gateway/fleet/
     provider_limits.py`): cool a spent budget down, count a nearly spent one as capacity."""
@@ -126,7 +158,7 @@ class BackendConfig(StrictConfig):
     base_url: str | None = Field(
         None,
         pattern=r"^https?://",
-        description="Required unless kind is emulated or a preset supplies it.",
+        description="Required unless the backend is emulated or a preset supplies it.",
     )
     preset: PresetName | None = Field(
         None,
@@ -153,7 +185,9 @@ class BackendConfig(StrictConfig):
         description="kind azure-openai: the api-version query parameter (default: the adapter's).",
     )
     emulator: EmulatorOptions | None = Field(
-        None, description="kind emulated: how its engine behaves (the emulator's defaults)."
+        None,
+        description="kind emulated: how its engine behaves (the emulator's defaults); kinds "
+        "anthropic and gemini: an emulator speaking that format stands in for the provider.",
     )
     api_key_env: str | None = Field(
         None, description="Name of the environment variable holding the key; never the key."
@@ -181,6 +215,10 @@ class BackendConfig(StrictConfig):
     )
     metrics: MetricsConfig | None = Field(
         None, description="Scrape the engine's /metrics for its own load (default: off)."
+    )
+    llama_cpp: LlamaCppConfig | None = Field(
+        None,
+        description="kind llama-cpp: polling /slots and reading /props (default: both on).",
     )
     probes: ProbeConfig | None = Field(
         None, description="This backend's quality probes; unset: `quality.probes`."
@@ -217,14 +255,16 @@ class BackendConfig(StrictConfig):
     def _check_address(self) -> BackendConfig:
         self._check_metrics()
         self._check_kind_fields()
-        if self.kind == "emulated":
+        if self.emulator is not None and self.kind not in EMULATOR_KINDS:
+            raise ValueError(
+                f"emulator: only for kinds emulated, anthropic and gemini, not {self.kind}"
+            )
+        if self.emulated:
             if self.base_url is not None:
                 raise ValueError("base_url: an emulated backend is started on a free port")
         elif self.base_url is None and self.preset_name is None:
             unless = " unless a preset gives it" if self.kind in OPENAI_COMPATIBLE_KINDS else ""
             raise ValueError(f"base_url: required for kind {self.kind}{unless}")
-        elif self.emulator is not None:
-            raise ValueError("emulator: only for kind emulated")
         return self
 
     def _check_kind_fields(self) -> None:
@@ -242,19 +282,27 @@ class BackendConfig(StrictConfig):
                     raise ValueError(f"{field}: only for OpenAI-compatible kinds, not {kind}")
         if self.api_version is not None and kind != "azure-openai":
             raise ValueError(f"api_version: only for kind azure-openai, not {kind}")
+        if self.llama_cpp is not None and self.preset_name != "llama-cpp":
+            raise ValueError(f"llama_cpp: only for kind llama-cpp, not {kind}")
 
     def _check_metrics(self) -> None:
         metrics = self.metrics
         if metrics is None or not metrics.enabled:
             return
-        if self.kind == "emulated" and metrics.url is not None:
+        if self.emulated and metrics.url is not None:
             raise ValueError("metrics.url: an emulated backend is started on a free port")
-        engine = self.kind in ENGINE_KINDS or self.preset in ENGINE_KINDS
+        engine = self.emulated or self.kind in ENGINE_KINDS or self.preset in ENGINE_KINDS
         if not engine and not metrics.explicit:
             raise ValueError(
                 f"metrics: kind {self.kind} has no known metrics endpoint; "
                 "set metrics.url or metrics.path"
             )
+
+    @property
+    def emulated(self) -> bool:
+        """Started by the gateway on loopback: kind emulated, or an `emulator` block that
+        stands in for an Anthropic or Gemini provider (`providers.emulated`)."""
+        return self.kind == "emulated" or self.emulator is not None
 
     @property
     def preset_name(self) -> PresetName | None:
@@ -264,6 +312,14 @@ class BackendConfig(StrictConfig):
     @property
     def scrapes_metrics(self) -> bool:
         return self.metrics is not None and self.metrics.enabled
+
+    @property
+    def llama_cpp_status(self) -> LlamaCppConfig | None:
+        """What is read of llama-server itself (`llama_cpp`, on by default); None for any
+        other kind. Kind openai-compatible with `preset: llama-cpp` counts as the kind."""
+        if self.preset_name != "llama-cpp":
+            return None
+        return self.llama_cpp or LlamaCppConfig()
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) if self.api_key_env else None

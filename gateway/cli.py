@@ -1,4 +1,4 @@
-"""The `switchyard` command: serve, check, explain, emulate, bench, db."""
+"""The `switchyard` command: serve, check, explain, emulate, bench, db, keys, engines."""
 
 from __future__ import annotations
 
@@ -32,14 +32,15 @@ def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from gateway.http.app import create_app
-    from gateway.service import client_keys
     from gateway.store import resolve_url
+    from gateway.tenancy.wiring import check_exposure, read_settings
     from gateway.workers import prepare_metrics_dir, prepare_workers
 
     config = _with_access_log(_load(args.config), args.access_log)
-    client_keys(config.server.api_keys_env)  # fail here, with a message, not in the lifespan
-    resolve_url(config.store)  # likewise for a bad SWITCHYARD_DATABASE_URL
+    resolve_url(config.store)  # fail here, with a message, not in the lifespan
+    read_settings(config)  # likewise for unset key variables or a missing key secret
     host = args.host or config.server.host
+    check_exposure(config, host)
     port = args.port if args.port is not None else config.server.port
     config_path = Path(args.config) if args.config else embedded_config_path()
     shown = banner(
@@ -125,6 +126,14 @@ def _bench(args: argparse.Namespace) -> int:
         from bench.quality import main as quality_main
 
         return quality_main(rest)
+    if args.bench_name == "quality-real":
+        from bench.quality_real.cli import main as quality_real_main
+
+        return quality_real_main(rest)
+    if args.bench_name == "real-engines":
+        from bench.real_engines.cli import main as real_engines_main
+
+        return real_engines_main(rest)
     if args.bench_name == "telemetry":
         from bench.telemetry_cost import main as telemetry_main
 
@@ -195,6 +204,12 @@ def _add_db_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     db.set_defaults(func=_db)
 
 
+def _keys(args: argparse.Namespace) -> int:
+    from gateway.tenancy.commands import run_keys_command
+
+    return run_keys_command(_load(args.config), args)
+
+
 def _header(text: str) -> str:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
@@ -235,7 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     explain.add_argument(
         "--endpoint",
         default="chat.completions",
-        choices=["chat.completions", "completions", "embeddings"],
+        choices=["chat.completions", "completions", "embeddings", "messages", "responses"],
+        help="the API the body is for: messages is Anthropic's /v1/messages, responses "
+        "OpenAI's /v1/responses, both read as the gateway reads them (default: %(default)s)",
     )
     explain.add_argument(
         "--header", action="append", default=[], type=_header, help="NAME=VALUE, repeatable"
@@ -245,14 +262,25 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser(
         "bench",
         help="run a benchmark: replay (trace replay), matrix (every workload cell through "
-        "every policy), overhead, decision, quality (faults) "
+        "every policy), overhead, decision, quality (faults), quality-real (probes "
+        "calibrated on real llama.cpp replicas), real-engines (a chat trace through "
+        "round-robin, least-load and cache-aware on real llama.cpp replicas) "
         "or telemetry (what records, metrics and the store cost)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
         "replay --help`.",
     )
     bench.add_argument(
         "bench_name",
-        choices=["replay", "matrix", "overhead", "decision", "quality", "telemetry"],
+        choices=[
+            "replay",
+            "matrix",
+            "overhead",
+            "decision",
+            "quality",
+            "quality-real",
+            "real-engines",
+            "telemetry",
+        ],
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
@@ -264,6 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.set_defaults(func=_emulate)
 
     _add_db_parser(sub)
+    from gateway.tenancy.commands import add_keys_parser
+
+    add_keys_parser(sub).set_defaults(func=_keys)
+    from gateway.engines.commands import add_engines_parser
+
+    add_engines_parser(sub)  # `switchyard engines ...`, dispatched through its `func`
     return parser
 
 

@@ -10,6 +10,7 @@ from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from gateway.backend_config import BackendConfig
 from gateway.backend_config import StrictConfig as _Strict
+from gateway.bounds import BoundsConfig
 from gateway.demo_traffic import DemoConfig
 from gateway.quality.config import QualityConfig
 from gateway.route_config import RouteConfig as RouteConfig  # re-exported: the YAML schema
@@ -17,6 +18,7 @@ from gateway.route_config import SlaConfig as SlaConfig
 from gateway.route_config import route_problems
 from gateway.store.config import StoreConfig
 from gateway.telemetry.config import TelemetryConfig
+from gateway.tenancy.config import KeysConfig, LimitsConfig
 from policies.config import PolicyConfig, ProfileConfig
 from policies.profiles import pipeline_problems
 
@@ -62,6 +64,15 @@ class ServerConfig(_Strict):
     api_keys_env: str | None = Field(
         None, description="Env var with comma-separated client keys; unset means no auth."
     )
+    admin_keys_env: str | None = Field(
+        None, description="Env var with comma-separated admin keys (admin API, operator data)."
+    )
+    metrics_token_env: str | None = Field(
+        None, description="Env var with the bearer token /metrics needs; unset: /metrics open."
+    )
+    allow_unauthenticated: bool = Field(
+        False, description="Serve a non-loopback address without client keys (refused else)."
+    )
 
 
 class StateConfig(_Strict):
@@ -95,6 +106,7 @@ class StateConfig(_Strict):
 
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
+    bounds: BoundsConfig = BoundsConfig()
     timeouts: TimeoutsConfig = TimeoutsConfig()
     retry: RetryConfig = RetryConfig()
     health: HealthConfig = HealthConfig()
@@ -107,11 +119,14 @@ class Config(_Strict):
     store: StoreConfig = StoreConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     demo: DemoConfig = DemoConfig()
+    keys: KeysConfig = KeysConfig()
+    limits: LimitsConfig = LimitsConfig()
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
         problems = reference_problems(self.backends, self.routes, self.policies, self.profiles)
         problems += demo_problems(self.routes, self.demo)
+        problems += limit_problems(self.routes, self.limits)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -169,6 +184,14 @@ def demo_problems(routes: list[RouteConfig] | None, demo: DemoConfig | None) -> 
     ]
 
 
+def limit_problems(routes: list[RouteConfig] | None, limits: LimitsConfig | None) -> list[str]:
+    """Route limits naming no route (none when either section is invalid)."""
+    if routes is None or limits is None:
+        return []
+    known = {route.name for route in routes}
+    return [f"limits.routes.{name}: unknown route" for name in limits.routes if name not in known]
+
+
 class ConfigError(Exception):
     """A config file that cannot be used; `problems` name the YAML path of each error."""
 
@@ -199,6 +222,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     if policies is not None and profiles is not None:
         problems += pipeline_problems(policies, profiles)
     problems += demo_problems(section("routes"), section("demo"))
+    problems += limit_problems(section("routes"), section("limits"))
     if problems:
         raise ConfigError(source, problems)
     return Config.model_validate(sections)

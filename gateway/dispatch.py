@@ -185,6 +185,7 @@ class Dispatcher:
             prefixes=self._prefixes,
             streaming=trial.streaming,
             clock=self._clock,
+            budget_tokens=leg.budget_tokens,
         )
         attempts, route = trial.record.attempts, leg.route.name
         try:
@@ -210,6 +211,8 @@ class Dispatcher:
             connect_s=min(timeouts.connect_s, left),
             first_byte_s=min(timeouts.first_token_s, left),
             between_chunks_s=timeouts.between_chunks_s,
+            max_body_bytes=self._config.bounds.max_upstream_body_bytes,
+            max_stream_bytes=self._config.bounds.max_upstream_stream_bytes,
         )
 
     async def _wait_retry_after(self, exc: UpstreamError, deadline: float) -> bool:

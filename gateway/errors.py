@@ -2,9 +2,10 @@
 
 SwitchyardError (providers.errors.ApiError: 500 internal_error)
 ├── ClientError (4xx: the request is wrong)
-│   ├── InvalidRequest 400, Unauthorized 401, NotFound 404, PayloadTooLarge 413
+│   ├── InvalidRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
+│   │   PayloadTooLarge 413
 │   ├── PlacementUnsatisfiable 400
-│   └── CapacityExhausted 429
+│   └── CapacityExhausted 429, RateLimited 429
 └── UpstreamError (providers/errors.py: the backend failed, with its own subclasses)
     └── NoBackendAvailable 503
 
@@ -43,6 +44,14 @@ class Unauthorized(ClientError):
     code = "invalid_api_key"
 
 
+class Forbidden(ClientError):
+    """A valid key that may not do this (a route it is not allowed, an admin endpoint)."""
+
+    status = 403
+    type = "permission_error"
+    code = "permission_denied"
+
+
 class NotFound(ClientError):
     status = 404
     code = "model_not_found"
@@ -61,6 +70,28 @@ class CapacityExhausted(ClientError):
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class RateLimited(ClientError):
+    """A key's or a route's RPM / TPM limit: OpenAI's `rate_limit_exceeded`, its type
+    naming the limit (`requests` or `tokens`), with the `x-ratelimit-*` headers."""
+
+    status = 429
+    type = "requests"
+    code = "rate_limit_exceeded"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        kind: str,
+        retry_after_s: float | None,
+        headers: dict[str, str],
+    ) -> None:
+        super().__init__(message)
+        self.type = kind
+        self.retry_after_s = retry_after_s
+        self.headers = headers
 
 
 class NoBackendAvailable(UpstreamError):

@@ -1,30 +1,40 @@
 """Dry-run routing: what the gateway would decide for a request, without sending it, and
-which fallback route would take it when its own route has no candidate."""
+which fallback route would take it when its own route has no candidate.
+
+A body of another client format (Anthropic's Messages, OpenAI's Responses) is read by the
+same `Dialect` the proxy uses, into the chat request the gateway would route."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from gateway.bounds import check_depth
 from gateway.config import Config
 from gateway.decisions import route_chain
 from gateway.fleet.state import FleetState
+from gateway.http.ingress import INGRESSES
 from gateway.http.wire import parse_body, traits_of
 from gateway.routing import Router
+from gateway.telemetry.record import ClientEndpoint
 from policies import build_pipelines, describe_decision
-from policies.snapshot import Endpoint
 
 
 def explain_request(
-    config: Config, raw: bytes, *, endpoint: Endpoint, headers: Mapping[str, str]
+    config: Config, raw: bytes, *, endpoint: ClientEndpoint, headers: Mapping[str, str]
 ) -> dict[str, Any]:
-    """Decide on an idle fleet (every backend healthy, nothing in flight)."""
+    """Decide on an idle fleet (every backend healthy, nothing in flight). `endpoint` is
+    the API the body is for, as the proxy serves it (`messages`: `/v1/messages`)."""
     state = FleetState(config.backends, config.health)
     router = Router(config, state, build_pipelines(config.policies, config.profiles))
-    body, head = parse_body(raw, endpoint)
+    path = INGRESSES[endpoint]
+    check_depth(raw, config.bounds.max_json_depth)
+    translation = path.dialect.read(raw, config.bounds)
+    bounds = None if translation.translated else config.bounds
+    body, head = parse_body(translation.body, path.endpoint, bounds)
     route = router.route(head.model)
     lowered = {k.lower(): v for k, v in headers.items()}
-    plan = router.plan(route, traits_of(endpoint, body, head, lowered))
+    plan = router.plan(route, traits_of(path.endpoint, body, head, lowered))
     # Nothing is sent, so only a route left without candidates moves on to its fallback.
     legs, left = [plan.first], []
     while not legs[-1].decision.order and (leg := plan.fallback()) is not None:

@@ -15,7 +15,7 @@ from typing import Protocol
 
 from gateway.fleet.state import FleetState
 from gateway.prefix.work import PromptWork
-from providers.errors import ApiError, UpstreamError, UpstreamStatusError
+from providers.errors import ApiError, UpstreamError, UpstreamNotReady, UpstreamStatusError
 from providers.rate_limits import RateLimitSignal
 from providers.usage import Usage
 
@@ -54,13 +54,14 @@ class Lease:
         prefixes: PrefixMemory | None,
         streaming: bool,
         clock: Callable[[], float],
+        budget_tokens: int = 0,
     ) -> None:
         self.backend = backend
         self.streaming = streaming
         self._state, self._prefixes, self._work, self._clock = state, prefixes, work, clock
         self._uncached = work.uncached(backend)
         self._started = clock()
-        self._queue_was_empty = state.acquire(backend, self._uncached)
+        self._queue_was_empty = state.acquire(backend, self._uncached, budget_tokens)
         self._committed = self._done = False
         if prefixes is not None:
             prefixes.remember(backend, work)
@@ -112,16 +113,27 @@ class Lease:
             self._state.record_failure(self.backend, outcome)
 
     def _learn(self, usage: Usage | None, decode_s: float | None) -> None:
-        """Fold the engine's report into the prefix index and the speed estimates."""
+        """Fold the engine's report into the prefix index and the speed estimates: the
+        stream's decode time as the gateway saw it, else the engine's own, and the
+        engine's own prefill time when it reports one."""
         if usage is None:
             return
         if usage.cached_tokens is not None and self._prefixes is not None:
             self._prefixes.correct(self.backend, self._work, usage.cached_tokens)
+        estimates = self._state.estimates(self.backend)
+        if usage.prefill_ms is not None:
+            uncached = usage.prompt_tokens - (usage.cached_tokens or 0)
+            estimates.observe_engine_prefill(usage.prefill_ms / 1000.0, uncached)
+        if decode_s is None and usage.decode_ms is not None:
+            decode_s = usage.decode_ms / 1000.0
         if decode_s is not None:
-            self._state.estimates(self.backend).observe_tpot(decode_s, usage.completion_tokens)
+            estimates.observe_tpot(decode_s, usage.completion_tokens)
 
     def _note_failure(self, exc: UpstreamError) -> None:
         name = self.backend
+        if isinstance(exc, UpstreamNotReady):
+            self._state.not_ready(name, exc.reason)
+            return
         signal = exc.rate_limit if isinstance(exc, UpstreamStatusError) else None
         if isinstance(exc, UpstreamStatusError) and exc.upstream_status == 429:
             self._state.rate_limited(name, exc.retry_after_s, signal)

@@ -170,7 +170,7 @@ class Router:
         decision = self._pipelines[route.profile].decide(
             snapshot, list(views.values()), raw_id.hex()
         )
-        return Leg(route, decision, work, placement)
+        return Leg(route, decision, work, placement, work.prompt_tokens + (info.max_tokens or 0))
 
     def _place(self, route: RouteConfig, requirement: TagRequirement) -> Placement:
         """The route's members allowed by `requirement` plus the route's own tags."""
@@ -240,6 +240,8 @@ class Leg:
     work: PromptWork
     placement: Placement
     """Which members the request's tags allowed; the decision saw only those."""
+    budget_tokens: int = 0
+    """The prompt plus `max_tokens`: what a provider's token budget may charge it."""
 
     @property
     def empty_reason(self) -> str:

@@ -8,19 +8,16 @@ loops) goes on one exit stack: a failure part-way closes what was already open, 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
-import os
-from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from gateway.config import Config, ConfigError
+from gateway.config import Config
 from gateway.decisions import DecisionRing
 from gateway.dispatch import Dispatcher
-from gateway.errors import Unauthorized
 from gateway.fleet.engine_scrape import EngineScraper, scrape_targets
+from gateway.fleet.llama_cpp_scrape import LlamaCppScraper, llama_cpp_targets
 from gateway.fleet.state import FleetState
 from gateway.fleet.sync import RedisFleetSync
 from gateway.quality.book import QualityBook
@@ -29,6 +26,8 @@ from gateway.quality.prober import Prober
 from gateway.routing import Router
 from gateway.tasks import start_task
 from gateway.telemetry.wiring import Telemetry, build_telemetry, start_telemetry, stop_telemetry
+from gateway.tenancy.caller import Caller
+from gateway.tenancy.wiring import Tenancy, open_tenancy, start_tenancy
 from policies import build_pipelines
 from providers import Provider, open_provider
 
@@ -44,25 +43,20 @@ class Gateway:
     ring: DecisionRing
     telemetry: Telemetry
     providers: dict[str, Provider]
-    client_keys: Mapping[str, str] = field(default_factory=dict)
-    """Each accepted client key -> its short id for records (the key itself is never kept
-    anywhere else)."""
+    tenancy: Tenancy
+    """Client, admin and metrics keys (never kept in clear), and the rate limiter."""
     sync: RedisFleetSync | None = None
     scraper: EngineScraper | None = None
+    llama_cpp: LlamaCppScraper | None = None
+    """Polls llama-server's /slots and /props for the `kind: llama-cpp` backends."""
     quality: QualityRecorder | None = None
     prober: Prober | None = None
     _opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
     """What start-up opened, closed by `stop_gateway`."""
 
-    def authorize(self, authorization: str | None) -> str | None:
-        """The caller's key id, or None when auth is off; raises when the key is wrong."""
-        if not self.client_keys:
-            return None
-        scheme, _, token = (authorization or "").partition(" ")
-        key_id = self.client_keys.get(token.strip()) if scheme.lower() == "bearer" else None
-        if key_id is None:
-            raise Unauthorized("missing or invalid API key for this gateway")
-        return key_id
+    def authorize(self, authorization: str | None) -> Caller | None:
+        """The caller, or None when client auth is off; raises when the key is wrong."""
+        return self.tenancy.auth.client(authorization)
 
     def sync_status(self) -> dict[str, object]:
         """How this replica shares routing state (`local`: it does not)."""
@@ -72,14 +66,16 @@ class Gateway:
 async def start_gateway(config: Config) -> Gateway:
     """Open a provider per backend (starting emulated engines), then telemetry and the
     background loops; if any step fails, what was opened before it is closed."""
-    keys = client_keys(config.server.api_keys_env)
     pipelines = build_pipelines(config.policies, config.profiles)
     state = FleetState(config.backends, config.health)
     book = QualityBook(config.quality) if config.quality.enabled else None
     router = Router(config, state, pipelines, quality=book)
     async with AsyncExitStack() as stack:
+        tenancy = open_tenancy(config, stack)
         providers = await _open_providers(config, stack)
-        targets = scrape_targets(config.backends, {n: p.base_url for n, p in providers.items()})
+        base_urls = {n: p.base_url for n, p in providers.items()}
+        targets = scrape_targets(config.backends, base_urls)
+        llama_targets = llama_cpp_targets(config.backends, base_urls)
         gateway = Gateway(
             config=config,
             state=state,
@@ -88,9 +84,10 @@ async def start_gateway(config: Config) -> Gateway:
             ring=DecisionRing(config.server.decision_ring_size),
             telemetry=build_telemetry(config, pipelines),
             providers=providers,
-            client_keys={key: key_id(key) for key in keys},
+            tenancy=tenancy,
             sync=_fleet_sync(config, state, router),
             scraper=EngineScraper(targets, state) if targets else None,
+            llama_cpp=LlamaCppScraper(llama_targets, state) if llama_targets else None,
             quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
             prober=_prober(config, book, providers) if book is not None else None,
         )
@@ -128,7 +125,13 @@ async def _start_background(
     """Telemetry, then the loops that keep state fresh, each stopped when `stack` closes."""
     await start_telemetry(gateway.telemetry, gateway.config, gateway.state, book, gateway.prober)
     stack.push_async_callback(stop_telemetry, gateway.telemetry)
-    parts: tuple[_Background | None, ...] = (gateway.sync, gateway.scraper, gateway.prober)
+    await start_tenancy(gateway.tenancy, stack)  # after the store's migration
+    parts: tuple[_Background | None, ...] = (
+        gateway.sync,
+        gateway.scraper,
+        gateway.llama_cpp,
+        gateway.prober,
+    )
     for part in parts:
         if part is not None:
             part.start()
@@ -181,19 +184,3 @@ async def _probe_forever(gateway: Gateway) -> None:
     while True:
         await probe_once(gateway)
         await asyncio.sleep(interval)
-
-
-def key_id(key: str) -> str:
-    """A short id that tells keys apart in records without revealing them."""
-    return hashlib.blake2b(key.encode(), digest_size=6, person=b"switchyard-key").hexdigest()
-
-
-def client_keys(env_name: str | None) -> frozenset[str]:
-    """The keys clients must present; empty when auth is off."""
-    if not env_name:
-        return frozenset()
-    keys = frozenset(k.strip() for k in os.environ.get(env_name, "").split(",") if k.strip())
-    if not keys:
-        # Failing open would silently expose every backend; refuse to start instead.
-        raise ConfigError("environment", [f"server.api_keys_env: {env_name} is unset or empty"])
-    return keys

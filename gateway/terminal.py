@@ -110,7 +110,7 @@ def banner(
         ("config", where),
         ("store", _store(config)),
         ("fleet", _fleet(config)),
-        ("auth", _auth(config)),
+        ("auth", _auth(config, host)),
     ]
     if config.demo.traffic_rps > 0:
         routes = ", ".join(config.demo.routes) or "every route"
@@ -139,9 +139,23 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
-def _auth(config: Config) -> str:
-    variable = config.server.api_keys_env
-    return f"on (client keys from ${variable})" if variable else "off (no client key needed)"
+def _auth(config: Config, host: str) -> str:
+    server = config.server
+    sources = [f"client keys from ${server.api_keys_env}"] if server.api_keys_env else []
+    if config.keys.enabled:
+        sources.append("virtual keys from the store")
+    if server.admin_keys_env:
+        sources.append(f"admin keys from ${server.admin_keys_env}")
+    if server.metrics_token_env:
+        sources.append(f"/metrics token from ${server.metrics_token_env}")
+    if server.api_keys_env or config.keys.enabled:
+        return f"on ({', '.join(sources)})"
+    # Imported here: worker processes import this module for its log filter alone.
+    from gateway.tenancy.auth import is_loopback
+
+    where = f"on {host} only" if is_loopback(host) else f"on {host}: allow_unauthenticated"
+    extra = "".join(f"; {source}" for source in sources)
+    return f"off (no client key needed; {where}{extra})"
 
 
 def _requests(access_log: AccessLogMode, log_level: str) -> str:

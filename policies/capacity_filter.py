@@ -12,7 +12,9 @@ from policies.snapshot import BackendView, Snapshot
 
 @register_policy
 class CapacityFilter:
-    """Drops a backend when `in_flight >= max_concurrency`."""
+    """Drops a backend when `in_flight >= max_concurrency`, or when its provider's token
+    budget (rate-limit headers) has fewer tokens left than this request may use: its
+    prompt plus `max_tokens`."""
 
     role: ClassVar[Role] = "filter"
     type_name: ClassVar[str] = "capacity-filter"
@@ -27,10 +29,18 @@ class CapacityFilter:
     def filter(
         self, snapshot: Snapshot, candidates: Sequence[BackendView]
     ) -> Mapping[str, Verdict]:
-        return {b.name: _verdict(b) for b in candidates}
+        need = snapshot.request.prompt_tokens + (snapshot.request.max_tokens or 0)
+        return {b.name: _verdict(b, need) for b in candidates}
 
 
-def _verdict(b: BackendView) -> Verdict:
+def _verdict(b: BackendView, need_tokens: int) -> Verdict:
     if b.in_flight >= b.max_concurrency:
         return Verdict(False, f"at capacity: {b.in_flight} of {b.max_concurrency} in flight")
+    left = b.provider_tokens_left
+    if left is not None and need_tokens > left:
+        return Verdict(
+            False,
+            f"provider token budget: {left:,} tokens left before its reset, "
+            f"this request may use {need_tokens:,}",
+        )
     return Verdict(True, f"{b.in_flight} of {b.max_concurrency} in flight")

@@ -46,6 +46,9 @@ class BackendView:
     when unknown."""
     tags: frozenset[str] = frozenset()
     """Placement tags: what the backend is (`local`, `eu`, `no-retention`)."""
+    provider_tokens_left: int | None = None
+    """Tokens the provider's rate-limit headers last said it takes before their reset, less
+    what was sent since (prompt plus `max_tokens` per request); None when not reported."""
 
 
 QualityState = Literal["healthy", "probation", "ejected", "unknown"]

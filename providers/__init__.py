@@ -20,10 +20,12 @@ from providers.errors import (
     UpstreamConnectError,
     UpstreamCredentialsRefused,
     UpstreamError,
+    UpstreamNotReady,
     UpstreamProtocolError,
     UpstreamStatusError,
     UpstreamTimeout,
 )
+from providers.llama_cpp import LlamaCppProvider
 from providers.openai_compatible import OpenAICompatibleProvider
 from providers.presets import PRESETS, Preset, preset_of, with_preset_defaults
 from providers.rate_limits import RateLimitSignal, rate_limit_signal
@@ -44,6 +46,7 @@ __all__ = [
     "Deadlines",
     "EmulatedProvider",
     "HealthResult",
+    "LlamaCppProvider",
     "OpenAICompatibleProvider",
     "Preset",
     "PresetName",
@@ -54,6 +57,7 @@ __all__ = [
     "UpstreamConnectError",
     "UpstreamCredentialsRefused",
     "UpstreamError",
+    "UpstreamNotReady",
     "UpstreamProtocolError",
     "UpstreamRequest",
     "UpstreamResponse",

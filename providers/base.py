@@ -9,14 +9,23 @@ from typing import Protocol
 from providers.rate_limits import RateLimitSignal
 from providers.settings import ProviderSettings
 
+DEFAULT_MAX_BODY_BYTES = 128 * 1024 * 1024
+DEFAULT_MAX_STREAM_BYTES = 256 * 1024 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class Deadlines:
-    """Per-attempt limits, in seconds, already clipped to what is left of the request."""
+    """Per-attempt limits: times in seconds, already clipped to what is left of the
+    request, and the most an answer may weigh, past which it fails with
+    `UpstreamResponseTooLarge` (a stream with its error event, never cut silently)."""
 
     connect_s: float
     first_byte_s: float
     between_chunks_s: float
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """A whole answer."""
+    max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES
+    """All the bytes of a streamed answer."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,49 +1,82 @@
-"""The `emulated` kind: an emulator engine started on loopback, spoken to over OpenAI's wire.
+"""Emulated backends: an emulator engine started on loopback, spoken to like the real thing.
 
-Opening starts the engine on a free port and wraps the OpenAI-compatible adapter around
-its URL, so an emulated backend takes the same network path as a real one; closing the
+Opening starts the engine on a free port, then opens the adapter of the wire format the
+backend's kind names around its address: OpenAI's for kind `emulated`, Anthropic's
+Messages API for kind `anthropic`, Gemini's for kind `gemini` (one engine speaks all
+three). So an emulated backend takes the same network path and the same translation as a
+real one, and an emulated "cloud" tests the adapter the real cloud gets. Closing the
 provider closes the adapter's connections, then stops the engine.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
 from emulator import EmulatorServer, EmulatorSettings
+from providers.anthropic import open_anthropic
 from providers.base import (
     Deadlines,
     HealthResult,
+    Provider,
+    ProviderFactory,
     UpstreamRequest,
     UpstreamResponse,
     UpstreamStream,
 )
-from providers.openai_compatible import OpenAICompatibleProvider
-from providers.settings import ProviderSettings
+from providers.gemini import open_gemini
+from providers.openai_compatible import open_openai_compatible
+from providers.settings import BackendKind, ProviderSettings
 
 logger = logging.getLogger("switchyard")
 
 
+@dataclass(frozen=True, slots=True)
+class _Wire:
+    """How one kind reaches an emulator: the kind its adapter is opened as, that adapter,
+    and where the format lives on the engine (its API root after the origin)."""
+
+    kind: BackendKind
+    factory: ProviderFactory
+    api_root: str
+
+
+WIRES: Mapping[BackendKind, _Wire] = MappingProxyType(
+    {
+        "emulated": _Wire("openai-compatible", open_openai_compatible, "/v1"),
+        "anthropic": _Wire("anthropic", open_anthropic, "/v1"),
+        "gemini": _Wire("gemini", open_gemini, "/v1beta"),
+    }
+)
+"""Every kind an emulator can stand in for (`providers.settings.EMULATOR_KINDS`)."""
+
+
 async def open_emulated(settings: ProviderSettings) -> EmulatedProvider:
-    """Start an engine serving `settings.models` with `settings.emulator`'s options."""
+    """Start an engine serving `settings.models` with `settings.emulator`'s options, and
+    open the adapter of `settings.kind`'s format on it."""
+    wire = WIRES[settings.kind]
     engine = EmulatorServer(
         EmulatorSettings.serving(settings.models, settings.emulator), host="127.0.0.1", port=0
     )
     await engine.start()
-    logger.info("emulated engine %s listening on %s", settings.name, engine.base_url)
-    adapter = OpenAICompatibleProvider(
-        settings.name,
-        engine.base_url,
-        settings.api_key,
-        max_connections=settings.max_connections,
-        idle_keepalive_s=settings.idle_keepalive_s,
-    )
+    try:
+        spoken = settings.model_copy(
+            update={"kind": wire.kind, "base_url": engine.origin + wire.api_root, "emulator": None}
+        )
+        adapter = await wire.factory(spoken)
+    except BaseException:
+        await engine.stop()
+        raise
+    logger.info("emulated engine %s listening on %s", settings.name, adapter.base_url)
     return EmulatedProvider(engine, adapter)
 
 
 class EmulatedProvider:
-    """The OpenAI-compatible adapter over an engine it owns; `close()` stops both."""
+    """The adapter over an engine it owns; `close()` stops both."""
 
-    def __init__(self, engine: EmulatorServer, adapter: OpenAICompatibleProvider) -> None:
+    def __init__(self, engine: EmulatorServer, adapter: Provider) -> None:
         self.name = adapter.name
         self.engine = engine
         self.adapter = adapter

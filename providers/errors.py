@@ -3,9 +3,11 @@
 ApiError (status, OpenAI type/code/param, message, retryable, retry_after_s)
 └── UpstreamError 502 (the backend failed; `retryable` says if the next candidate may help)
     ├── UpstreamConnectError 502, UpstreamProtocolError 502
+    │   └── UpstreamResponseTooLarge 502 (the answer passed the host's cap on its size)
     ├── UpstreamTimeout 504
     └── UpstreamStatusError (the backend's 4xx, else 502; 429 and 5xx are retryable)
-        └── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key)
+        ├── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key)
+        └── UpstreamNotReady 502 (the engine is up but not serving yet: loading its model)
 
 ApiError is also the root of the host's own errors, so one handler there catches both
 trees; the host, not this package, turns them into HTTP responses.
@@ -58,6 +60,14 @@ class UpstreamConnectError(UpstreamError):
 
 class UpstreamProtocolError(UpstreamError):
     code = "upstream_protocol_error"
+
+
+class UpstreamResponseTooLarge(UpstreamProtocolError):
+    """The backend's answer, whole or streamed, passed the host's cap on its size. Not
+    retryable: another backend asked the same would most likely answer as much."""
+
+    code = "upstream_response_too_large"
+    retryable = False
 
 
 class UpstreamTimeout(UpstreamError):
@@ -123,3 +133,25 @@ class UpstreamCredentialsRefused(UpstreamStatusError):
         self.type = "upstream_error"
         self.code = "upstream_credentials_refused"
         self.retryable = True
+
+
+class UpstreamNotReady(UpstreamStatusError):
+    """The engine answered but is not ready to serve: llama-server's 503 `Loading model`,
+    which every path (`/health`, `/slots`, the API) answers until the model is loaded.
+
+    Retryable (the next candidate may be ready) but no failure of the backend: the host
+    keeps it out until its probe says it is ready, without counting towards an ejection.
+    """
+
+    code = "upstream_not_ready"
+
+    def __init__(self, reason: str, *, backend: str | None, upstream_status: int) -> None:
+        super().__init__(
+            f"backend {backend} is not ready: {reason} (HTTP {upstream_status})",
+            backend=backend,
+            upstream_status=upstream_status,
+        )
+        self.code = "upstream_not_ready"
+        self.retryable = True
+        self.reason = f"not ready: {reason} (HTTP {upstream_status})"
+        """What the host shows as the backend's health reason."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 
 import aiohttp
 
@@ -22,6 +23,7 @@ from providers.errors import (
     UpstreamConnectError,
     UpstreamError,
     UpstreamProtocolError,
+    UpstreamResponseTooLarge,
     UpstreamStatusError,
     UpstreamTimeout,
 )
@@ -87,8 +89,10 @@ class HttpTransport:
         return self._session
 
     async def send(self, url: str, body: bytes, deadlines: Deadlines) -> UpstreamResponse:
-        """POST `body` and read the whole answer, all within the first-byte deadline."""
-        response, answer = await self._exchange(url, body, deadlines, _whole)
+        """POST `body` and read the whole answer, all within the first-byte deadline and
+        `deadlines.max_body_bytes`."""
+        read = partial(_whole, name=self.name, max_bytes=deadlines.max_body_bytes)
+        response, answer = await self._exchange(url, body, deadlines, read)
         response.release()
         signal = rate_limit_signal(response.headers)
         return UpstreamResponse(response.status, _content_type(response), answer, signal)
@@ -101,7 +105,9 @@ class HttpTransport:
             raise UpstreamProtocolError(
                 f"backend {self.name} closed the stream before sending data", backend=self.name
             )
-        return HttpStream(self, response, first, deadlines.between_chunks_s)
+        return HttpStream(
+            self, response, first, deadlines.between_chunks_s, deadlines.max_stream_bytes
+        )
 
     async def probe(
         self, url: str, timeout_s: float, judge: HealthJudge, *, allow_redirects: bool = False
@@ -198,10 +204,12 @@ class HttpStream:
         response: aiohttp.ClientResponse,
         first_chunk: bytes,
         gap_s: float,
+        max_bytes: int,
     ) -> None:
         self._transport = transport
         self._response = response
         self._gap_s = gap_s
+        self._max_bytes = max_bytes
         self.first_chunk = first_chunk
         self.content_type = _content_type(response)
         self.rate_limit = rate_limit_signal(response.headers)
@@ -209,6 +217,7 @@ class HttpStream:
     async def rest(self) -> AsyncIterator[bytes]:
         content = self._response.content
         watchdog = _StallWatchdog(self._gap_s, self._response.close)
+        size = len(self.first_chunk)
         try:
             with self._transport.map_upstream_errors():
                 while True:
@@ -217,6 +226,10 @@ class HttpStream:
                     watchdog.idle()
                     if not chunk:
                         break
+                    size += len(chunk)
+                    if size > self._max_bytes:
+                        self._response.close()
+                        raise _too_large(self._transport.name, "stream", self._max_bytes)
                     yield chunk
         except UpstreamError:
             if not watchdog.fired:
@@ -272,8 +285,27 @@ class _StallWatchdog:
         self._handle = self._loop.call_later(self._gap_s - waited, self._check)
 
 
-async def _whole(response: aiohttp.ClientResponse) -> bytes:
-    return await response.read()
+async def _whole(response: aiohttp.ClientResponse, *, name: str, max_bytes: int) -> bytes:
+    """The whole body, failing as soon as it is known to pass `max_bytes`."""
+    length = response.content_length
+    if length is not None and length <= max_bytes:
+        return await response.read()
+    if length is not None:
+        raise _too_large(name, "answer", max_bytes)
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > max_bytes:
+            raise _too_large(name, "answer", max_bytes)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def _too_large(name: str, what: str, max_bytes: int) -> UpstreamResponseTooLarge:
+    return UpstreamResponseTooLarge(
+        f"backend {name}'s {what} passed the limit of {max_bytes} bytes", backend=name
+    )
 
 
 async def _first_bytes(response: aiohttp.ClientResponse) -> bytes:

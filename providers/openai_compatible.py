@@ -22,6 +22,7 @@ from providers.base import (
 from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
 from providers.http_transport import (
     CREDENTIAL_STATUSES,
+    HealthJudge,
     HttpStream,
     HttpTransport,
     credentials_refused,
@@ -57,13 +58,16 @@ class OpenAICompatibleProvider:
         headers: Mapping[str, str] | None = None,
         status_error: StatusErrorMapper | None = None,
         health_url: str | None = None,
+        health_judge: HealthJudge | None = None,
     ) -> None:
         """`headers` replace the bearer-token headers, for clouds that take the key in a
         header of their own; `api_key` is then only scrubbed from error bodies.
-        `health_url` is what the probe GETs (None: the model list, `{base_url}/models`)."""
+        `health_url` is what the probe GETs (None: the model list, `{base_url}/models`),
+        `health_judge` what its status means (None: `openai_health`)."""
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._health_url = health_url
+        self._health_judge = health_judge or openai_health
         self._http = HttpTransport(
             name,
             headers if headers is not None else upstream_headers(api_key),
@@ -86,7 +90,7 @@ class OpenAICompatibleProvider:
     async def health(self, timeout_s: float) -> HealthResult:
         # Unlike the API calls, the probe follows redirects, as it always has.
         return await self._http.probe(
-            self.health_url(), timeout_s, _openai_health, allow_redirects=True
+            self.health_url(), timeout_s, self._health_judge, allow_redirects=True
         )
 
     async def close(self) -> None:
@@ -114,7 +118,7 @@ class OpenAICompatibleProvider:
         )
 
 
-def _openai_health(status: int) -> HealthResult:
+def openai_health(status: int) -> HealthResult:
     # Any other answer means the server is up: an engine without the probed path (404)
     # still serves, and a rate-limited cloud (429) cools down per request instead.
     if status in CREDENTIAL_STATUSES:

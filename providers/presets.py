@@ -120,9 +120,8 @@ PRESETS: Mapping[PresetName, Preset] = MappingProxyType(
             8080,
             Endpoint("/health", from_origin=True),
             UsageFields(
-                cached_tokens=None,
                 reasoning_tokens=None,
-                note="cache hits are timings.cache_n, beside usage, not read",
+                note="else timings.cache_n (older servers; a stream without include_usage)",
             ),
         ),
         "ollama": _engine(

@@ -41,6 +41,10 @@ OPENAI_COMPATIBLE_KINDS: frozenset[BackendKind] = frozenset(
 )
 """The kinds served as they are by the OpenAI-compatible adapter, over the network."""
 
+EMULATOR_KINDS: frozenset[BackendKind] = frozenset({"emulated", "anthropic", "gemini"})
+"""The kinds an emulator started on loopback can stand in for: `emulated` (OpenAI's wire)
+and the native formats it also speaks, each then reached through its own adapter."""
+
 RESERVED_HEADERS = frozenset(
     {"authorization", "api-key", "x-api-key", "x-goog-api-key", "content-type", "host"}
     | {"content-length", "accept-encoding", "transfer-encoding", "connection"}
@@ -60,7 +64,9 @@ class ProviderSettings(BaseModel):
     name: str = Field(min_length=1)
     kind: BackendKind = "openai-compatible"
     base_url: str | None = Field(
-        None, description="The OpenAI base URL; None for `emulated`, whose engine picks a port."
+        None,
+        description="The OpenAI base URL; None when an emulator is started (kind `emulated`, "
+        "or `emulator` set), whose engine picks a port.",
     )
     api_key: str | None = Field(
         None,
@@ -72,7 +78,10 @@ class ProviderSettings(BaseModel):
     max_connections: int = Field(256, ge=1)
     idle_keepalive_s: float = Field(DEFAULT_IDLE_KEEPALIVE_S, gt=0)
     emulator: EmulatorOptions | None = Field(
-        None, description="`emulated` only: how its engine behaves (defaults when None)."
+        None,
+        description="Kind `emulated`: how its engine behaves (defaults when None); kinds "
+        "`anthropic` and `gemini`: start an emulator speaking that format instead of "
+        "reaching the provider (`providers.emulated`).",
     )
     api_version: str | None = Field(
         None,
@@ -106,6 +115,19 @@ class ProviderSettings(BaseModel):
         if reserved:
             raise ValueError(f"set by the adapter, not here: {', '.join(reserved)}")
         return headers
+
+    @property
+    def emulated(self) -> bool:
+        """Whether opening starts an emulator for this backend (`providers.emulated`)."""
+        return self.kind == "emulated" or self.emulator is not None
+
+    @model_validator(mode="after")
+    def _check_emulator(self) -> ProviderSettings:
+        if self.emulator is not None and self.kind not in EMULATOR_KINDS:
+            raise ValueError(
+                f"emulator: only for kinds emulated, anthropic and gemini, not {self.kind}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _check_openai_compatible_fields(self) -> ProviderSettings:

@@ -113,6 +113,19 @@ RULES = [
     Rule("gateway.fleet", "gateway.routing", "the router reads the fleet, not back"),
     Rule("gateway.quality", "gateway.telemetry", "telemetry reads quality, not back"),
     Rule("gateway.quality", "gateway.routing", "the router reads quality, not back"),
+    Rule("gateway.store", "gateway.tenancy", "the store keeps key rows; tenancy hashes them"),
+    *(
+        Rule("gateway.tenancy", part, "who may call and how much is decided before routing")
+        for part in (
+            "gateway.routing",
+            "gateway.dispatch",
+            "gateway.lease",
+            "gateway.fleet",
+            "gateway.quality",
+            "gateway.prefix",
+            "gateway.telemetry",
+        )
+    ),
     *(
         Rule(package, host, "the request path's parts never reach back up to their host")
         for package in (
@@ -125,8 +138,31 @@ RULES = [
             "gateway.dispatch",
             "gateway.lease",
             "gateway.decisions",
+            "gateway.tenancy",
         )
         for host in ("gateway.http", "gateway.service", "gateway.cli", "gateway.workers")
+    ),
+    Rule(
+        "gateway",
+        "gateway.engines",
+        "local engines are started by the CLI and tests, never from the request path",
+        allowed_in=("gateway.engines", "gateway.cli"),
+    ),
+    *(
+        Rule("gateway.engines", part, "engines read only the config schema of the gateway")
+        for part in (
+            "gateway.fleet",
+            "gateway.prefix",
+            "gateway.quality",
+            "gateway.store",
+            "gateway.telemetry",
+            "gateway.routing",
+            "gateway.dispatch",
+            "gateway.lease",
+            "gateway.service",
+            "gateway.workers",
+            "gateway.tenancy",
+        )
     ),
     Rule(
         "gateway",

@@ -26,11 +26,12 @@ _NULL_USAGE = (b'"usage":null', b'"usage": null')
 class _Stream:
     """What has been read from one SSE stream so far."""
 
-    __slots__ = ("done", "error", "first_token_at", "usage")
+    __slots__ = ("done", "error", "first_token_at", "timings", "usage")
 
     def __init__(self) -> None:
         self.first_token_at: float | None = None
         self.usage: dict[str, Any] | None = None
+        self.timings: dict[str, Any] | None = None
         self.error: str | None = None
         self.done = False
 
@@ -48,6 +49,8 @@ class _Stream:
         usage = event.get("usage")
         if isinstance(usage, dict):
             self.usage = usage
+            timings = event.get("timings")  # llama.cpp's, beside the usage
+            self.timings = timings if isinstance(timings, dict) else None
         if self.first_token_at is None and _carries_token(event):
             self.first_token_at = time.perf_counter()
 
@@ -132,7 +135,8 @@ async def _read_response(
     if not stream:
         payload = orjson.loads(await response.read())
         result.first_token_at = time.perf_counter()
-        _take_usage(result, payload.get("usage") if isinstance(payload, dict) else None)
+        body = payload if isinstance(payload, dict) else {}
+        _take_usage(result, body.get("usage"), body.get("timings"))
         result.ok = True
         return
     state = _Stream()
@@ -142,7 +146,7 @@ async def _read_response(
             if state.done or state.error:
                 break
     result.first_token_at = state.first_token_at
-    _take_usage(result, state.usage)
+    _take_usage(result, state.usage, state.timings)
     result.error = state.error or (None if state.done else "stream ended without [DONE]")
     result.ok = result.error is None
 
@@ -154,7 +158,9 @@ def _error_text(raw: bytes) -> str:
         return raw[:_ERROR_BODY_BYTES].decode(errors="replace")
 
 
-def _take_usage(result: RequestResult, usage: Any) -> None:
+def _take_usage(result: RequestResult, usage: Any, timings: Any = None) -> None:
+    if isinstance(timings, dict):
+        result.timings = timings
     if not isinstance(usage, dict):
         return
     result.prompt_tokens = _int(usage.get("prompt_tokens"))

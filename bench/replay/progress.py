@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 import time
+from collections.abc import Sequence
 from typing import TextIO
 
-from .schedule import RequestResult
+from .schedule import ReplayRun, RequestResult, Transport, replay
+from .trace import TraceRequest
 
 _MIN_REDRAW_S = 0.2
 _TICK_S = 1.0
@@ -66,3 +69,23 @@ class Progress:
         if self._enabled and self._tty:
             self._stream.write("\n")
             self._stream.flush()
+
+
+async def replay_with_progress(
+    requests: Sequence[TraceRequest],
+    transport: Transport,
+    *,
+    time_scale: float,
+    label: str,
+    enabled: bool = True,
+) -> ReplayRun:
+    """`schedule.replay` with a `Progress` line labelled `label` while it runs."""
+    progress = Progress(label, len(requests), enabled=enabled)
+    ticker = asyncio.create_task(progress.tick())
+    try:
+        return await replay(requests, transport, time_scale=time_scale, on_result=progress.update)
+    finally:
+        ticker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await ticker
+        progress.close()

@@ -87,13 +87,19 @@ def render(rows: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> str:
     out = [_parameter_line(parameters), "", table(rows, SUMMARY), ""]
     out += ["Latency in trace-time ms (wall time / time scale):", "", table(rows, LATENCY)]
     for row in rows:
-        if row.get("error"):
-            out += ["", f"{row['policy']}: not measured: {row['error']}"]
-            continue
-        out += ["", f"{row['policy']} per backend: {_backends(row.get('backends') or {})}"]
-        out += [f"  note: {note}" for note in row.get("notes") or []]
-        out += [f"  error x{n}: {message}" for message, n in (row.get("error_kinds") or {}).items()]
+        out += detail_lines(row, "per backend", _backends(row.get("backends") or {}))
     return "\n".join(out)
+
+
+def detail_lines(row: dict[str, Any], label: str, backends: str) -> list[str]:
+    """A row's lines under the tables: why it was not measured, or its backends (as
+    `backends` describes them), notes and most frequent errors."""
+    if row.get("error"):
+        return ["", f"{row['policy']}: not measured: {row['error']}"]
+    out = ["", f"{row['policy']} {label}: {backends}"]
+    out += [f"  note: {note}" for note in row.get("notes") or []]
+    out += [f"  error x{n}: {message}" for message, n in (row.get("error_kinds") or {}).items()]
+    return out
 
 
 def _parameter_line(p: dict[str, Any]) -> str:

@@ -7,7 +7,6 @@ Whatever fails to start becomes the row's `error`; processes are stopped by PID 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,8 +33,8 @@ from .metrics import (
     throughput_summary,
 )
 from .profiles import FleetRoute, Target, profile_config, user_config
-from .progress import Progress
-from .schedule import ReplayRun, RequestResult, replay
+from .progress import replay_with_progress
+from .schedule import ReplayRun, RequestResult
 from .sglang import start_sglang_router
 from .trace import Trace, TraceRequest
 
@@ -167,20 +166,13 @@ async def _replay_with_progress(
         model=settings.route,
         send_session=settings.send_session,
     )
-    progress = Progress(label, len(settings.requests), enabled=settings.progress)
-    ticker = asyncio.create_task(progress.tick())
-    try:
-        return await replay(
-            settings.requests,
-            transport,
-            time_scale=settings.engines.time_scale,
-            on_result=progress.update,
-        )
-    finally:
-        ticker.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await ticker
-        progress.close()
+    return await replay_with_progress(
+        settings.requests,
+        transport,
+        time_scale=settings.engines.time_scale,
+        label=label,
+        enabled=settings.progress,
+    )
 
 
 async def _decision_times(
@@ -220,7 +212,7 @@ def summarise(
             row["prefill_utilisation"] = engines[backend].prefill_utilisation
             row["kv_held_mean"] = engines[backend].kv_held_mean
     decision = measured.decision_us
-    notes = [*notes, *_output_shortfall(results, settings.requests)]
+    notes = [*notes, *output_shortfall(results, settings.requests)]
     return {
         "policy": name,
         "error": None,
@@ -240,7 +232,7 @@ def summarise(
     }
 
 
-def _output_shortfall(
+def output_shortfall(
     results: Sequence[RequestResult], requests: Sequence[TraceRequest]
 ) -> list[str]:
     """Runs are only comparable when engines generate the `max_tokens` the trace asks for."""

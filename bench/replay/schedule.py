@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .trace import TraceRequest
 
@@ -32,6 +32,8 @@ class RequestResult:
     backend: str | None = None
     decision_id: str | None = None
     due_at: float = 0.0
+    timings: dict[str, Any] | None = None
+    """The engine's own `timings` of the usage chunk (llama.cpp: prompt_n, cache_n, prompt_ms)."""
 
 
 class Transport(Protocol):

@@ -7,7 +7,8 @@ gateway; the gateway's own counters cannot. Recognised names (first present wins
   `llamacpp:requests_processing`;
 - waiting: `vllm:num_requests_waiting`, `sglang:num_queue_reqs`, `llamacpp:requests_deferred`;
 - KV usage (0..1): `vllm:kv_cache_usage_perc` (newer), `vllm:gpu_cache_usage_perc`,
-  `sglang:token_usage`, `llamacpp:kv_cache_usage_ratio`.
+  `sglang:token_usage`, `llamacpp:kv_cache_usage_ratio` (older llama-servers only: a
+  current one exports `requests_processing` and `requests_deferred` but no KV usage).
 
 A body with none of them is no data, not an error. Parsing is pure and only looks at
 lines that start with one of these names, so a large exposition costs little.

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
@@ -33,6 +34,8 @@ logger = logging.getLogger("switchyard.engine_metrics")
 _ACCEPT = "text/plain;version=0.0.4;q=1.0, */*;q=0.1"
 _READ_CHUNK_BYTES = 64 * 1024
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True, slots=True)
 class ScrapeTarget:
@@ -44,12 +47,17 @@ class ScrapeTarget:
     @property
     def where(self) -> str:
         """The URL as logs show it: without user info, query or fragment."""
-        parts = urlsplit(self.url)
-        host = parts.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
-        if parts.port is not None:
-            netloc += f":{parts.port}"
-        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+        return loggable_url(self.url)
+
+
+def loggable_url(url: str) -> str:
+    """`url` without user info, query or fragment, for logs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 class ScrapeError(Exception):
@@ -78,22 +86,41 @@ def scrape_targets(
 
 
 async def fetch_metrics(session: aiohttp.ClientSession, target: ScrapeTarget) -> str:
-    """The exposition text; raises ScrapeError on any transport failure, a status other
-    than 200, a body over `max_body_bytes` or the deadline."""
+    """The exposition text; raises ScrapeError as `fetch_bounded`."""
     config = target.config
+    body = await fetch_bounded(
+        session,
+        target.url,
+        accept=_ACCEPT,
+        timeout_s=config.timeout_s,
+        max_body_bytes=config.max_body_bytes,
+    )
+    return body.decode("utf-8", errors="replace")
+
+
+async def fetch_bounded(
+    session: aiohttp.ClientSession,
+    url: str,
+    *,
+    accept: str,
+    timeout_s: float,
+    max_body_bytes: int,
+) -> bytes:
+    """GET `url` (no redirects followed) and its body; raises ScrapeError on any transport
+    failure, a status other than 200, a body over `max_body_bytes` or the deadline of
+    `timeout_s` for the whole exchange."""
     try:
         async with (
-            asyncio.timeout(config.timeout_s),
-            session.get(target.url, headers={"accept": _ACCEPT}, allow_redirects=False) as resp,
+            asyncio.timeout(timeout_s),
+            session.get(url, headers={"accept": accept}, allow_redirects=False) as resp,
         ):
             if resp.status != 200:
                 raise ScrapeError(f"HTTP {resp.status}")
-            body = await _read_bounded(resp, config.max_body_bytes)
+            return await _read_bounded(resp, max_body_bytes)
     except TimeoutError:
-        raise ScrapeError(f"no answer within {config.timeout_s:g}s") from None
+        raise ScrapeError(f"no answer within {timeout_s:g}s") from None
     except (aiohttp.ClientError, OSError) as exc:
         raise ScrapeError(type(exc).__name__) from None
-    return body.decode("utf-8", errors="replace")
 
 
 async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
@@ -107,6 +134,35 @@ async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
             raise ScrapeError(f"body is over {limit:,} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def scrape_session(targets: int) -> aiohttp.ClientSession:
+    """A session of its own for background reads: they never take connections from
+    requests, send no credentials and read no proxy settings."""
+    connector = aiohttp.TCPConnector(
+        limit=max(1, targets), keepalive_timeout=DEFAULT_IDLE_KEEPALIVE_S
+    )
+    return aiohttp.ClientSession(connector=connector, trust_env=False, raise_for_status=False)
+
+
+async def poll_forever(
+    targets: Sequence[T],
+    poll: Callable[[T], Awaitable[object]],
+    interval_s: Callable[[T], float],
+) -> None:
+    """Poll every target every `interval_s(target)`, the ones due together; never returns
+    unless there is no target."""
+    if not targets:
+        return
+    loop = asyncio.get_running_loop()
+    due = [loop.time()] * len(targets)
+    while True:
+        now = loop.time()
+        ready = [i for i, at in enumerate(due) if at <= now]
+        await asyncio.gather(*(poll(targets[i]) for i in ready))
+        for i in ready:
+            due[i] = now + interval_s(targets[i])
+        await asyncio.sleep(max(0.0, min(due) - loop.time()))
 
 
 class EngineScraper:
@@ -137,12 +193,7 @@ class EngineScraper:
     def session(self) -> aiohttp.ClientSession:
         # Created lazily: a session binds to the running loop.
         if self._session is None:
-            connector = aiohttp.TCPConnector(
-                limit=max(1, len(self.targets)), keepalive_timeout=DEFAULT_IDLE_KEEPALIVE_S
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, raise_for_status=False
-            )
+            self._session = scrape_session(len(self.targets))
         return self._session
 
     async def scrape_once(self, target: ScrapeTarget) -> EngineLoad | None:
@@ -157,17 +208,7 @@ class EngineScraper:
         return load
 
     async def _run(self) -> None:
-        if not self.targets:
-            return
-        loop = asyncio.get_running_loop()
-        due = {t.backend: loop.time() for t in self.targets}
-        while True:
-            now = loop.time()
-            ready = [t for t in self.targets if due[t.backend] <= now]
-            await asyncio.gather(*(self.scrape_once(t) for t in ready))
-            for t in ready:
-                due[t.backend] = now + t.config.interval_s
-            await asyncio.sleep(max(0.0, min(due.values()) - loop.time()))
+        await poll_forever(self.targets, self.scrape_once, lambda t: t.config.interval_s)
 
     def _record(self, target: ScrapeTarget, load: EngineLoad | None, error: str) -> None:
         self._state.record_engine_load(target.backend, load, error)

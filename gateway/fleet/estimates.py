@@ -1,8 +1,10 @@
-"""Online per-backend speed estimates learned from passing streams.
+"""Online per-backend speed estimates learned from passing traffic.
 
 Each estimate starts at a configured prior and moves by an exponentially weighted average
-of observations. Prefill speed is only learned from requests that found the backend's
-prefill queue empty, so queueing time is not mistaken for a slow engine.
+of observations. Prefill speed is learned from the time to first byte of streams that
+found the backend's prefill queue empty, so queueing time is not mistaken for a slow
+engine; once the engine itself reports its prefill time (llama-server's
+`timings.prompt_ms`), only that is learned from: it has no network or queueing in it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ class BackendEstimates:
     network_ms: float = 0.0
     ttft_samples: int = 0
     tpot_samples: int = 0
+    engine_prefill_samples: int = 0
+    """Prefill times the engine reported; from the first, TTFT no longer moves the speed."""
 
     def observe_ttft(self, ttft_s: float, uncached_tokens: int, queue_was_empty: bool) -> None:
         """A stream's first byte arrived `ttft_s` after dispatch."""
@@ -30,7 +34,17 @@ class BackendEstimates:
         if uncached_tokens < _MIN_UNCACHED_TOKENS:
             self.network_ms = _ewma(self.network_ms, ttft_s * 1000.0)
             return
+        if self.engine_prefill_samples:
+            return
         prefill_s = max(ttft_s - self.network_ms / 1000.0, 1e-4)
+        self.prefill_tokens_per_s = _ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
+
+    def observe_engine_prefill(self, prefill_s: float, uncached_tokens: int) -> None:
+        """The engine computed `uncached_tokens` prompt tokens in `prefill_s`, by its own
+        clock (streamed or not, queued or not)."""
+        if prefill_s <= 0 or uncached_tokens < _MIN_UNCACHED_TOKENS:
+            return
+        self.engine_prefill_samples += 1
         self.prefill_tokens_per_s = _ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
 
     def observe_tpot(self, decode_s: float, completion_tokens: int) -> None:

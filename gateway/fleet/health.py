@@ -96,6 +96,17 @@ class HealthDetector:
             health.ejected_until = until
             health.ejected_reason = reason
 
+    def not_ready(self, name: str, reason: str) -> None:
+        """The engine answered that it is not ready yet (loading its model): out until a
+        probe says it is, counting no failure and growing no back-off; with active probes
+        off, nothing would say so, so out for one probe interval instead."""
+        if self._config.active_probes:
+            health = self._backends[name]
+            health.probe_ok = False
+            health.probe_reason = reason
+        else:
+            self.cool_down(name, self._config.probe_interval_s, reason)
+
     def record_probe(self, name: str, ok: bool, reason: str) -> None:
         """An active probe's result; a good one also clears an ejection that has run out."""
         health = self._backends[name]

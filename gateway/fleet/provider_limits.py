@@ -9,8 +9,11 @@ Three uses, each a few comparisons on an answer the adapter has already read
   keeps the backend out until that reset: the gateway slows before the provider refuses;
 - the remaining request count caps the backend's capacity (`ProviderBudget.headroom`): a
   provider that will take N more requests before its reset takes at most N more in
-  flight, whatever `max_concurrency` says. Remaining tokens are shown, not turned into a
-  capacity: what a request costs is not known before it is sent.
+  flight, whatever `max_concurrency` says;
+- the remaining token count, less what was sent since (each request's prompt plus its
+  `max_tokens`, the most a provider may charge it), is shown to policies
+  (`BackendView.provider_tokens_left`): `capacity-filter` drops a backend that cannot take
+  this request's tokens before its reset.
 
 Every cool-down lasts at most the backend's `rate_limits.max_cool_down_s`, and a reading
 is used at most `rate_limits.stale_after_s` (less when its reset comes sooner): a reading
@@ -42,6 +45,9 @@ class ProviderBudget:
     `stale_after_s` after it was read."""
     requests_at_read: int
     """The backend's dispatch count when read: later dispatches come off the headroom."""
+    tokens_at_read: int = 0
+    """Tokens sent to the backend when read (prompt plus `max_tokens` per request):
+    later ones come off the token headroom."""
 
     def current(self, now: float) -> bool:
         return now < self.until
@@ -53,6 +59,13 @@ class ProviderBudget:
             return None
         return max(0, self.remaining_requests - (requests_now - self.requests_at_read))
 
+    def tokens_left(self, tokens_now: int) -> int | None:
+        """Tokens the provider still takes before its reset, by this reading, less the
+        ones sent since; None when it reported no token count."""
+        if self.remaining_tokens is None:
+            return None
+        return max(0, self.remaining_tokens - (tokens_now - self.tokens_at_read))
+
 
 def read_budget(
     signal: RateLimitSignal,
@@ -61,6 +74,7 @@ def read_budget(
     now_unix: float,
     requests: int,
     stale_after_s: float,
+    tokens: int = 0,
 ) -> ProviderBudget | None:
     """The reading in `signal`, or None when it carries no remaining count."""
     if signal.remaining_requests is None and signal.remaining_tokens is None:
@@ -74,6 +88,7 @@ def read_budget(
         read_at_unix=now_unix,
         until=now + hold_s,
         requests_at_read=requests,
+        tokens_at_read=tokens,
     )
 
 

@@ -1,6 +1,6 @@
 """Live per-backend load bookkeeping (in flight, queued prefill, decoding, engine readings,
-provider budgets) and the snapshots policies read, built from it and the health detector's
-state."""
+provider budgets, a context window the engine reported) and the snapshots policies read,
+built from it and the health detector's state."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gateway.backend_config import BackendConfig
 from gateway.config import HealthConfig
 from gateway.fleet.engine_metrics import EngineLoad
+from gateway.fleet.engine_readings import EngineReadings, Polled
 from gateway.fleet.estimates import BackendEstimates
 from gateway.fleet.health import BackendHealth, HealthDetector
+from gateway.fleet.llama_cpp_status import EngineSlots
 from gateway.fleet.provider_limits import (
     ProviderBudget,
     capped,
@@ -42,19 +44,18 @@ class _BackendState:
     remote: tuple[int, int, int] = (0, 0, 0)
     """Other gateway replicas' (in_flight, queued_prefill_tokens, decoding) here."""
     requests: int = 0
-    engine: EngineLoad | None = None
-    """The engine's own numbers from its last good scrape of /metrics."""
-    engine_at: float = 0.0
-    scrapes: int = 0
-    scrape_failures: int = 0
-    scrape_error: str = ""
+    budget_tokens: int = 0
+    """Tokens sent here so far, each request's prompt plus its `max_tokens`: what a
+    provider's token budget may be charged."""
+    engine: EngineReadings = field(default_factory=EngineReadings)
+    """What the engine last said of itself: /metrics, /slots, /props."""
     budget: ProviderBudget | None = None
     """What the provider's rate-limit headers last said of its remaining budgets."""
     view: BackendView | None = None
     """The view last built, kept while nothing it shows has changed: every mutation below
     clears it (FleetState.views has the time-dependent cases)."""
-    view_engine_fresh: bool = False
-    """Whether `view` shows an engine reading, which goes stale with time alone."""
+    view_engine_fresh: tuple[bool, bool] = (False, False)
+    """Whether `view` shows a metrics and a slots reading, which go stale with time alone."""
     view_budget_until: float = math.inf
     """When the provider budget `view` counts lapses, which changes its capacity."""
 
@@ -86,6 +87,7 @@ class FleetState:
                 self._health.of(b.name),
                 frozenset(b.models),
                 frozenset(b.tags),
+                engine=_readings(b),
             )
             for b in configs
         }
@@ -113,7 +115,7 @@ class FleetState:
             if view is None or not self._still_current(state, view, now):
                 view = self._view(state, now)
                 state.view = view if state.health.ejected_until <= now else None
-                state.view_engine_fresh = self._fresh_engine(state, now) is not None
+                state.view_engine_fresh = state.engine.freshness(now)
                 budget = self._current_budget(state, now)
                 state.view_budget_until = budget.until if budget is not None else math.inf
             found[name] = view
@@ -132,13 +134,14 @@ class FleetState:
             or view.network_ms != est.network_ms
         ):
             return False
-        return not state.view_engine_fresh or self._fresh_engine(state, now) is not None
+        fresh = state.view_engine_fresh
+        return fresh == (False, False) or state.engine.freshness(now) == fresh
 
     def _view(self, state: _BackendState, now: float) -> BackendView:
         healthy, reason = state.health.status(now)
         cfg = state.config
         in_flight, queued, decoding = state.remote
-        engine = self._fresh_engine(state, now)
+        running, waiting, kv_usage = state.engine.load(now)
         return BackendView(
             name=cfg.name,
             kind=cfg.kind,
@@ -152,18 +155,23 @@ class FleetState:
             prefill_tokens_per_s=state.estimates.prefill_tokens_per_s,
             tpot_ms=state.estimates.tpot_ms,
             network_ms=state.estimates.network_ms,
-            engine_running=engine.running if engine else None,
-            engine_waiting=engine.waiting if engine else None,
-            engine_kv_usage=engine.kv_usage if engine else None,
-            context_window_tokens=cfg.context_window_tokens,
+            engine_running=running,
+            engine_waiting=waiting,
+            engine_kv_usage=kv_usage,
+            context_window_tokens=self._context_window(state),
             tags=state.tags,
+            provider_tokens_left=self._tokens_left(state, now),
         )
 
-    def _fresh_engine(self, state: _BackendState, now: float) -> EngineLoad | None:
-        metrics = state.config.metrics
-        if state.engine is None or metrics is None:
-            return None
-        return state.engine if now - state.engine_at <= metrics.stale_after_s else None
+    def _tokens_left(self, state: _BackendState, now: float) -> int | None:
+        budget = self._current_budget(state, now)
+        return budget.tokens_left(state.budget_tokens) if budget is not None else None
+
+    def _context_window(self, state: _BackendState) -> int | None:
+        """The configured window, else the one the engine reported (a route member's own
+        window, applied by the router, wins over both)."""
+        configured = state.config.context_window_tokens
+        return configured if configured is not None else state.engine.context_window_tokens
 
     def _capacity(self, state: _BackendState, now: float) -> int:
         """`max_concurrency`, or fewer when the provider's request budget is nearly spent:
@@ -179,9 +187,11 @@ class FleetState:
         budget = state.budget
         return budget if budget is not None and budget.current(now) else None
 
-    def acquire(self, name: str, uncached_tokens: int = 0) -> bool:
-        """Count a request dispatched here; True if its prefill queue was empty."""
+    def acquire(self, name: str, uncached_tokens: int = 0, budget_tokens: int = 0) -> bool:
+        """Count a request dispatched here (`budget_tokens`: its prompt plus `max_tokens`,
+        charged to the provider's token budget); True if its prefill queue was empty."""
         state = self._backends[name]
+        state.budget_tokens += budget_tokens
         # Other replicas' queued prefill delays this request too (as last published).
         queue_was_empty = state.queued_prefill_tokens + state.remote[1] == 0
         state.in_flight += 1
@@ -234,17 +244,27 @@ class FleetState:
             state.view = None
 
     def record_engine_load(self, name: str, load: EngineLoad | None, error: str = "") -> None:
-        """A scrape that got an answer: `load`, or None with `error` saying why there was
-        none. A failed scrape keeps the last reading, which goes stale on its own."""
+        """A /metrics scrape: `load`, or None with `error` saying why there was none. A
+        failed scrape keeps the last reading, which goes stale on its own."""
         state = self._backends[name]
-        state.scrapes += 1
-        state.scrape_error = error
-        if load is None:
-            state.scrape_failures += 1
-            return
-        state.engine = load
-        state.engine_at = self._clock()
-        state.view = None
+        if state.engine.metrics is not None:
+            state.engine.metrics.record(load, error, self._clock())
+            state.view = None
+
+    def record_engine_slots(self, name: str, slots: EngineSlots | None, error: str = "") -> None:
+        """A /slots poll of llama-server, as `record_engine_load`."""
+        state = self._backends[name]
+        if state.engine.slots is not None:
+            state.engine.slots.record(slots, error, self._clock())
+            state.view = None
+
+    def learn_context_window(self, name: str, tokens: int) -> None:
+        """The context window per sequence the engine reports (llama-server's /props); a
+        configured `context_window_tokens` still wins."""
+        state = self._backends[name]
+        if state.engine.context_window_tokens != tokens:
+            state.engine.context_window_tokens = tokens
+            state.view = None
 
     def in_flight(self, name: str) -> int:
         return self._backends[name].in_flight
@@ -280,6 +300,7 @@ class FleetState:
             now_unix=time.time(),
             requests=state.requests,
             stale_after_s=limits.stale_after_s,
+            tokens=state.budget_tokens,
         )
         if budget is not None:
             state.budget = budget
@@ -299,6 +320,12 @@ class FleetState:
         wait_s, why = rate_limited_wait(retry_after_s, signal if limits.enabled else None)
         seconds, why = capped(wait_s, why, limits.max_cool_down_s)
         self.cool_down(name, seconds, f"rate limited upstream: {why}")
+
+    def not_ready(self, name: str, reason: str) -> None:
+        """The engine said it is not ready yet (llama-server loading its model): kept out
+        until a probe says it is ready, with no failure counted towards an ejection."""
+        self._health.not_ready(name, reason)
+        self._backends[name].view = None
 
     def record_probe(self, name: str, ok: bool, reason: str) -> None:
         self._health.record_probe(name, ok, reason)
@@ -331,7 +358,10 @@ class FleetState:
                     "requests": state.requests,
                     "failures": state.health.failures,
                     "ejections": state.health.ejections,
-                    "engine": self._describe_engine(state, now),
+                    "engine": state.engine.describe_metrics(now),
+                    "engine_slots": state.engine.describe_slots(now),
+                    "context_window_tokens": self._context_window(state),
+                    "context_window_source": _window_source(state),
                 }
             )
         return out
@@ -345,19 +375,19 @@ class FleetState:
             "provider_limits_read_at": round(budget.read_at_unix, 3) if budget else None,
         }
 
-    def _describe_engine(self, state: _BackendState, now: float) -> dict[str, object] | None:
-        """The last scraped engine numbers; None when this backend is not scraped."""
-        if not state.config.scrapes_metrics:
-            return None
-        engine = state.engine
-        return {
-            "family": engine.family if engine else None,
-            "running": engine.running if engine else None,
-            "waiting": engine.waiting if engine else None,
-            "kv_usage": engine.kv_usage if engine else None,
-            "age_s": round(now - state.engine_at, 3) if engine else None,
-            "fresh": self._fresh_engine(state, now) is not None,
-            "scrapes": state.scrapes,
-            "scrape_failures": state.scrape_failures,
-            "last_error": state.scrape_error,
-        }
+
+def _readings(config: BackendConfig) -> EngineReadings:
+    """Room for the readings of the sources this backend is polled for."""
+    llama = config.llama_cpp_status
+    return EngineReadings(
+        metrics=Polled(config.metrics.stale_after_s)
+        if config.metrics is not None and config.metrics.enabled
+        else None,
+        slots=Polled(llama.stale_after_s) if llama is not None and llama.slots else None,
+    )
+
+
+def _window_source(state: _BackendState) -> str | None:
+    if state.config.context_window_tokens is not None:
+        return "config"
+    return "engine" if state.engine.context_window_tokens is not None else None

@@ -8,7 +8,7 @@ import time
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from gateway.errors import NotFound
+from gateway.errors import Forbidden, NotFound
 from gateway.http.responses import json_response
 from gateway.quality.report import quality_report
 from gateway.service import Gateway
@@ -29,9 +29,11 @@ def _model(route: str) -> dict[str, object]:
 
 @router.get("/v1/models")
 async def list_models(request: Request) -> Response:
+    """The routes this key may use (all of them when auth is off)."""
     gateway = _gateway(request)
-    gateway.authorize(request.headers.get("authorization"))
-    data = [_model(name) for name in gateway.router.routes]
+    caller = gateway.authorize(request.headers.get("authorization"))
+    names = [n for n in gateway.router.routes if caller is None or caller.may_use(n)]
+    data = [_model(name) for name in names]
     return json_response({"object": "list", "data": data})
 
 
@@ -39,8 +41,11 @@ async def list_models(request: Request) -> Response:
 async def get_model(request: Request, model_id: str) -> Response:
     """One route by name (ids may contain `/`, as `Qwen/Qwen2.5-7B-Instruct` does)."""
     gateway = _gateway(request)
-    gateway.authorize(request.headers.get("authorization"))
-    return json_response(_model(gateway.router.route(model_id).name))
+    caller = gateway.authorize(request.headers.get("authorization"))
+    name = gateway.router.route(model_id).name
+    if caller is not None and not caller.may_use(name):
+        raise Forbidden(f"this key may not use the model '{name}'", param="model")
+    return json_response(_model(name))
 
 
 @router.get("/healthz")
@@ -50,8 +55,11 @@ async def healthz() -> Response:
 
 @router.get("/metrics")
 async def metrics(request: Request) -> Response:
-    """Prometheus exposition; unauthenticated like /readyz (no keys, prompts or text)."""
-    exporter = _gateway(request).telemetry.metrics
+    """Prometheus exposition (no keys, prompts or text); behind `server.metrics_token_env`
+    when that is set, else open like /readyz."""
+    gateway = _gateway(request)
+    gateway.tenancy.auth.metrics(request.headers.get("authorization"))
+    exporter = gateway.telemetry.metrics
     if exporter is None:
         raise NotFound("Prometheus metrics are off (telemetry.prometheus: false)", code="not_found")
     # Rendering takes tens of milliseconds with many series (more with many workers' files).
@@ -75,7 +83,7 @@ async def readyz(request: Request) -> Response:
 @router.get("/v1/switchyard/decisions/{decision_id}")
 async def get_decision(request: Request, decision_id: str) -> Response:
     gateway = _gateway(request)
-    gateway.authorize(request.headers.get("authorization"))
+    gateway.tenancy.auth.operator(request.headers.get("authorization"))
     record = gateway.ring.get(decision_id)
     if record is None:
         raise NotFound(
@@ -87,18 +95,19 @@ async def get_decision(request: Request, decision_id: str) -> Response:
 @router.get("/v1/switchyard/backends")
 async def get_backends(request: Request) -> Response:
     gateway = _gateway(request)
-    gateway.authorize(request.headers.get("authorization"))
+    gateway.tenancy.auth.operator(request.headers.get("authorization"))
     return json_response({"backends": gateway.state.describe()})
 
 
 @router.get("/v1/switchyard/state")
 async def get_state(request: Request) -> Response:
     gateway = _gateway(request)
-    gateway.authorize(request.headers.get("authorization"))
+    gateway.tenancy.auth.operator(request.headers.get("authorization"))
     fingerprints = gateway.router.fingerprinter
     return json_response(
         {
             **gateway.sync_status(),
+            "tenancy": gateway.tenancy.status(),
             "prefix_index": gateway.router.index.describe(),
             "fingerprint_cache": {
                 "entries": len(fingerprints),
@@ -113,7 +122,7 @@ async def get_state(request: Request) -> Response:
 async def get_quality(request: Request, history: bool = False) -> Response:
     """Live quality per backend and model, the signals behind it, and the probes."""
     gateway = _gateway(request)
-    gateway.authorize(request.headers.get("authorization"))
+    gateway.tenancy.auth.operator(request.headers.get("authorization"))
     recorder = gateway.quality
     if recorder is None:
         return json_response({"enabled": False, "pairs": []})

@@ -17,10 +17,12 @@ from starlette.types import Receive, Scope, Send
 from gateway.config import Config
 from gateway.demo_traffic import run_demo
 from gateway.errors import ClientError, SwitchyardError
+from gateway.http.admin import router as admin_router
 from gateway.http.anthropic_ingress.count_tokens import router as count_tokens_router
 from gateway.http.api import router
 from gateway.http.dashboard import router as dashboard_router
-from gateway.http.proxy import ROUTES, serve_proxy
+from gateway.http.ingress import PROXY_PATHS
+from gateway.http.proxy import serve_proxy
 from gateway.http.responses import error_response
 from gateway.service import Gateway, start_gateway, stop_gateway
 from gateway.tasks import start_task
@@ -41,7 +43,7 @@ class SwitchyardApp:
         self.state = api.state
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        path = ROUTES.get(scope["path"]) if scope["type"] == "http" else None
+        path = PROXY_PATHS.get(scope["path"]) if scope["type"] == "http" else None
         if path is None:
             await self.api(scope, receive, send)
         elif scope["method"] == "POST":
@@ -75,6 +77,7 @@ def create_app(config: Config) -> SwitchyardApp:
     app.include_router(router)
     app.include_router(count_tokens_router)
     app.include_router(dashboard_router)
+    app.include_router(admin_router)
     app.add_exception_handler(SwitchyardError, _on_switchyard_error)
     app.add_exception_handler(HTTPException, _on_http_exception)
     app.add_exception_handler(RequestValidationError, _on_invalid_parameters)

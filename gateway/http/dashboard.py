@@ -26,7 +26,8 @@ _TYPES = {
     ".css": "text/css; charset=utf-8",
     ".svg": "image/svg+xml",
 }
-# The page and its assets are the same for everyone; their data needs a key when auth is on.
+# The page and its assets are the same for everyone; their data needs a key when auth is on
+# (an admin key when server.admin_keys_env is set).
 _HEADERS = {
     "cache-control": "no-cache",
     "x-content-type-options": "nosniff",
@@ -66,7 +67,7 @@ async def dashboard_json(
     request: Request, window_s: int = Query(900, ge=60, le=86_400)
 ) -> Response:
     gateway = _gateway(request)
-    gateway.authorize(request.headers.get("authorization"))
+    gateway.tenancy.auth.operator(request.headers.get("authorization"))
     series = gateway.telemetry.series
     if series is None:
         raise NotFound("the dashboard is off (telemetry.dashboard: false)", code="not_found")

@@ -15,9 +15,11 @@ from typing import Generic, Protocol, TypeVar
 
 from starlette.responses import Response
 
+from gateway.bounds import BoundsConfig
 from gateway.http.responses import error_response, json_response
 from gateway.http.streaming import StreamOutcome
 from gateway.http.translated_relay import ClientEvents, TranslatedStream, relay_translated
+from gateway.tenancy.caller import Caller
 from providers.base import UpstreamResponse
 from providers.errors import ApiError
 
@@ -25,8 +27,8 @@ ContextT = TypeVar("ContextT")
 
 SSE_MEDIA_TYPE = "text/event-stream"
 
-Authorize = Callable[[str | None], str | None]
-"""`Gateway.authorize`: an Authorization header's value to the caller's key id."""
+Authorize = Callable[[str | None], Caller | None]
+"""`Gateway.authorize`: an Authorization header's value to the caller (None: auth off)."""
 
 
 class Translation(Protocol):
@@ -34,6 +36,9 @@ class Translation(Protocol):
 
     body: bytes
     """The OpenAI request body to parse, route and forward."""
+    translated: bool
+    """Whether the gateway made `body` from another format, whose reading checked the
+    request's bounds in that format's field names."""
 
     def respond(
         self, response: UpstreamResponse, headers: dict[str, str], prompt_tokens: int
@@ -55,13 +60,13 @@ class Translation(Protocol):
 class Dialect(Protocol):
     """One client API format; stateless, one per proxied path."""
 
-    def authorize(self, headers: Mapping[str, str], check: Authorize) -> str | None:
-        """The caller's key id (None when auth is off); raises Unauthorized."""
+    def authorize(self, headers: Mapping[str, str], check: Authorize) -> Caller | None:
+        """The caller (None when auth is off); raises Unauthorized."""
         ...
 
-    def read(self, raw: bytes) -> Translation:
+    def read(self, raw: bytes, bounds: BoundsConfig) -> Translation:
         """The request as the gateway's OpenAI request; raises an ApiError (400) if it is
-        malformed or cannot be expressed."""
+        malformed, over one of `bounds`, or cannot be expressed."""
         ...
 
     def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:
@@ -73,6 +78,7 @@ class _Verbatim:
     """An OpenAI request: forwarded as it came, its answer relayed byte for byte."""
 
     __slots__ = ("body",)
+    translated = False
 
     def __init__(self, body: bytes) -> None:
         self.body = body
@@ -98,6 +104,7 @@ class TranslatedRequest(Generic[ContextT]):
     backend that reports no usage)."""
 
     __slots__ = ("_answer", "_context", "_events", "body")
+    translated = True
 
     def __init__(
         self,
@@ -131,10 +138,11 @@ class TranslatedRequest(Generic[ContextT]):
 class OpenAIDialect:
     """OpenAI's own API: the identity."""
 
-    def authorize(self, headers: Mapping[str, str], check: Authorize) -> str | None:
+    def authorize(self, headers: Mapping[str, str], check: Authorize) -> Caller | None:
         return check(headers.get("authorization"))
 
-    def read(self, raw: bytes) -> Translation:
+    def read(self, raw: bytes, bounds: BoundsConfig) -> Translation:
+        """Verbatim: its bounds are checked when the body is parsed (`wire.parse_body`)."""
         return _Verbatim(raw)
 
     def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:

@@ -23,7 +23,8 @@ from gateway.lease import Lease
 from gateway.quality.collect import CollectedResponse
 from gateway.quality.passive import QualityRecorder, RequestContext
 from gateway.telemetry.pipe import TelemetryPipe
-from gateway.telemetry.record import RequestRecord
+from gateway.telemetry.record import ClientEndpoint, RequestRecord
+from gateway.tenancy.caller import Caller
 from policies.snapshot import Endpoint
 from providers.usage import Usage
 
@@ -39,6 +40,9 @@ class Exchange:
     started: float
     key_id: str | None
     endpoint: Endpoint
+    """What the gateway routes and forwards."""
+    ingress: ClientEndpoint
+    """The API the client called: what its record names."""
     route: str = ""
     stream: bool = False
     body: dict[str, Any] | None = None
@@ -49,6 +53,8 @@ class Exchange:
     lease: Lease | None = None
     relayed: StreamOutcome | None = None
     finished: bool = False
+    caller: Caller | None = None
+    """The client key's rules and team; None when client auth is off."""
 
     def answered(self, status: int, usage: Usage | None, collect: Collect) -> None:
         """A whole (non-streaming) response came back from the lease's backend."""
@@ -114,9 +120,10 @@ class Exchange:
             RequestRecord(
                 at=time.time() - elapsed,
                 route=self.route,
-                endpoint=self.endpoint,
+                endpoint=self.ingress,
                 stream=self.stream,
                 key_id=self.key_id,
+                team=self.caller.team if self.caller is not None else None,
                 decision=record,
                 status=status,
                 error=error,

@@ -5,7 +5,7 @@ candidates, one lease at a time) and relay, in that order, all in this module; t
 back (freeing the backend, learning, recording) is `Exchange`'s, in one place. A path's
 `Dialect` reads its client's format into the OpenAI request routed here and shapes the
 answer and errors back (OpenAI's own changes nothing; `/v1/messages` is Anthropic's,
-`/v1/responses` OpenAI's Responses API).
+`/v1/responses` OpenAI's Responses API; `gateway.http.ingress` lists the paths).
 
 Served straight from the ASGI entry point (no framework middleware on the hot path). Once
 the body is read, one watcher task waits for the client to disconnect and cancels the
@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -25,14 +24,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from gateway.bounds import check_depth
 from gateway.config import RouteConfig
 from gateway.decisions import DecisionRecord
 from gateway.errors import PayloadTooLarge, SwitchyardError
-from gateway.http.anthropic_ingress.messages_dialect import MESSAGES
-from gateway.http.dialect import OPENAI, Dialect, Translation
+from gateway.http.admission import admit, keyed_traits, rejection_headers
+from gateway.http.dialect import Dialect, Translation
 from gateway.http.exchange import Exchange
+from gateway.http.ingress import ProxyPath
 from gateway.http.model_rename import renamed_response, served_model, stream_renamer
-from gateway.http.responses_ingress.responses_dialect import RESPONSES
 from gateway.http.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
 from gateway.http.wire import UpstreamBodies, check_length, parse_body, traits_of
 from gateway.quality.collect import StreamCollector, collect_body
@@ -45,20 +45,6 @@ from providers.usage import usage_from_body
 logger = logging.getLogger("switchyard")
 
 
-@dataclass(frozen=True, slots=True)
-class ProxyPath:
-    endpoint: Endpoint
-    """What the gateway routes and forwards, whatever the client's format."""
-    dialect: Dialect
-
-
-ROUTES: dict[str, ProxyPath] = {
-    "/v1/chat/completions": ProxyPath("chat.completions", OPENAI),
-    "/v1/completions": ProxyPath("completions", OPENAI),
-    "/v1/embeddings": ProxyPath("embeddings", OPENAI),
-    "/v1/messages": ProxyPath("chat.completions", MESSAGES),
-    "/v1/responses": ProxyPath("chat.completions", RESPONSES),
-}
 _UPSTREAM_PATHS: dict[Endpoint, str] = {
     "chat.completions": "/chat/completions",
     "completions": "/completions",
@@ -73,13 +59,17 @@ async def serve_proxy(
     started = time.monotonic()
     dialect = path.dialect
     try:
-        key_id = dialect.authorize(request.headers, gateway.authorize)
+        caller = dialect.authorize(request.headers, gateway.authorize)
         raw = await read_body(request, gateway.config.server.max_body_bytes)
     except SwitchyardError as exc:
         gateway.telemetry.rejected(exc.code or exc.type)
         await dialect.error_response(exc)(scope, receive, send)
         return
-    exchange = Exchange(gateway.telemetry.pipe, gateway.quality, started, key_id, path.endpoint)
+    key_id = caller.key_id if caller is not None else None
+    exchange = Exchange(
+        gateway.telemetry.pipe, gateway.quality, started, key_id, path.endpoint, path.ingress
+    )
+    exchange.caller = caller
     task = asyncio.current_task()
     assert task is not None
     left = asyncio.Event()
@@ -122,14 +112,27 @@ async def _respond(
 ) -> Response:
     endpoint = exchange.endpoint
     try:
-        translation = dialect.read(raw)
-        body, head = parse_body(translation.body, endpoint)
+        bounds = gateway.config.bounds
+        check_depth(raw, bounds.max_json_depth)
+        translation = dialect.read(raw, bounds)
+        body, head = parse_body(
+            translation.body, endpoint, None if translation.translated else bounds
+        )
         route = gateway.router.route(head.model)
-        traits = traits_of(endpoint, body, head, request.headers)
+        traits = keyed_traits(
+            exchange.caller, route.name, traits_of(endpoint, body, head, request.headers)
+        )
         plan = gateway.router.plan(route, traits)
+        limits = await admit(
+            gateway.tenancy.limiter,
+            exchange.caller,
+            route.name,
+            plan.first.work.prompt_tokens,
+            traits.max_tokens,
+        )
     except SwitchyardError as exc:
         gateway.telemetry.rejected(exc.code or exc.type)
-        return dialect.error_response(exc)
+        return dialect.error_response(exc, rejection_headers(exc))
     decision = plan.first.decision
     record = DecisionRecord(decision, plan.first.work, placement=plan.first.placement)
     exchange.record = record
@@ -140,7 +143,7 @@ async def _respond(
     exchange.quality = _quality_context(gateway, record, route, body, traits)
     path = _UPSTREAM_PATHS[endpoint]
     upstream = UpstreamBodies(path, translation.body, body, head.model, traits.stream)
-    headers = {"x-switchyard-decision": decision.id}
+    headers = {"x-switchyard-decision": decision.id, **limits}
     try:
         if traits.stream:
             return await _open_stream(gateway, exchange, translation, plan, upstream, headers)

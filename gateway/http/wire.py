@@ -10,6 +10,14 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import Headers
 
+from gateway.bounds import (
+    DEFAULT_BOUNDS,
+    BoundsConfig,
+    check_chars,
+    check_count,
+    check_n,
+    check_tokens,
+)
 from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.placement import NO_REQUIREMENT, TagRequirement, header_tags
 from gateway.routing import RequestTraits
@@ -39,7 +47,7 @@ class ChatMessage(BaseModel):
 class ChatHead(_Head):
     messages: list[ChatMessage] = Field(min_length=1)
     stream_options: StreamOptions | None = None
-    n: int = Field(1, ge=1, le=128)
+    n: int = Field(1, ge=1)
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     tools: list[dict[str, Any]] | None = None
@@ -48,7 +56,7 @@ class ChatHead(_Head):
 class CompletionHead(_Head):
     prompt: str | list[str] | list[int] | list[list[int]]
     stream_options: StreamOptions | None = None
-    n: int = Field(1, ge=1, le=128)
+    n: int = Field(1, ge=1)
     max_tokens: int | None = Field(None, ge=0)
 
 
@@ -63,8 +71,12 @@ HEADS: dict[Endpoint, type[_Head]] = {
 }
 
 
-def parse_body(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], _Head]:
-    """Parse and check a request body; errors name the offending field."""
+def parse_body(
+    raw: bytes, endpoint: Endpoint, bounds: BoundsConfig | None = DEFAULT_BOUNDS
+) -> tuple[dict[str, Any], _Head]:
+    """Parse and check a request body; errors name the offending field. `bounds` None: a
+    body the gateway translated from another format, whose reading checked its bounds in
+    the client's own field names."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -77,7 +89,23 @@ def parse_body(raw: bytes, endpoint: Endpoint) -> tuple[dict[str, Any], _Head]:
         first = exc.errors()[0]
         param = ".".join(str(p) for p in first["loc"]) or None
         raise InvalidRequest(f"{param}: {first['msg']}", param=param) from None
+    if bounds is not None:
+        check_bounds(head, bounds)
     return body, head
+
+
+def check_bounds(head: _Head, bounds: BoundsConfig) -> None:
+    """The request's counts, budgets and names within `bounds` (`gateway.bounds`)."""
+    check_chars("model", head.model, bounds.max_name_chars)
+    check_chars("user", head.user, bounds.max_name_chars)
+    if isinstance(head, ChatHead | CompletionHead):
+        check_n(head.n, bounds.max_n)
+        check_tokens("max_tokens", head.max_tokens, bounds.max_output_tokens)
+    if isinstance(head, ChatHead):
+        check_count("messages", len(head.messages), bounds.max_messages)
+        check_count("tools", len(head.tools or ()), bounds.max_tools)
+        limit = bounds.max_output_tokens
+        check_tokens("max_completion_tokens", head.max_completion_tokens, limit)
 
 
 def check_length(content_length: str | None, max_bytes: int) -> None:

@@ -65,10 +65,11 @@ def request_context(
 
 
 def classify_failure(code: str) -> tuple[Outcome, str]:
-    """An attempt's error code as (outcome, error kind); 429 is capacity, not quality."""
+    """An attempt's error code as (outcome, error kind); 429 and an engine still loading
+    its model are capacity, not quality."""
     if code in ("cancelled", "request_deadline", "client_disconnected"):
         return "cancelled", code  # the client's or the gateway's doing, not the backend's
-    if code == "upstream_429":
+    if code in ("upstream_429", "upstream_not_ready"):
         return "capacity", code
     if code.startswith("upstream_4"):
         return "client_error", code

@@ -2,7 +2,8 @@
 
 Each cycle probes every (backend, model) pair a route serves, through the backend's own
 provider adapter (not through routing). Results become `probe_*` evidence in the quality
-book; a probe that fails with an upstream error is `error` evidence, a 429 is none. Every
+book; a probe that fails with an upstream error is `error` evidence, a 429 is none, and a
+refusal of the probe's context for its size is evidence against that probe. Every
 probe's tokens count against the backend's hourly budget; a probe that would exceed it
 is skipped, and counted as skipped.
 """
@@ -24,7 +25,15 @@ from gateway.quality.book import QualityBook
 from gateway.quality.canary import CANARY_PROMPTS, CanaryBaselines, canary_body, parse_canary
 from gateway.quality.config import ProbeConfig
 from gateway.quality.observation import SignalEvent
-from gateway.quality.probe_kinds import judge_needle, judge_tool_call, needle_probe, tool_call_body
+from gateway.quality.probe_kinds import (
+    NEEDLE_MAX_TOKENS,
+    Verdict,
+    context_refusal,
+    judge_needle,
+    judge_tool_call,
+    needle_probe,
+    tool_call_body,
+)
 from gateway.tasks import cancel_and_wait
 from providers.base import Deadlines, Provider, UpstreamRequest
 from providers.errors import UpstreamError, UpstreamStatusError
@@ -46,6 +55,8 @@ class ProbeResult:
     tokens: int
     at: float
     latency_s: float
+    drift: float | None = None
+    """The canary's drift from its reference (total variation of top logprobs)."""
 
 
 class _Budget:
@@ -171,18 +182,16 @@ class Prober:
         return results
 
     async def _canary(self, backend: str, model: str, index: int, prompt: str) -> ProbeResult:
-        answer_of: dict[str, Any] = {}
-
-        def judge(response: Any) -> str | None:
+        def judge(response: Any) -> Verdict:
             answer = parse_canary(response)
             if answer is None:
-                return "no first token in the answer"
+                return Verdict("no first token in the answer")
             drift = self.baselines.judge(model, index, backend, answer)
-            answer_of["drift"] = drift
             if drift > self.configs[backend].drift_threshold:
                 variant = "top-5 logprobs" if answer.top is not None else "first token"
-                return f"canary {index + 1}: {variant} drifted {drift:.2f} from the baseline"
-            return None
+                problem = f"canary {index + 1}: {variant} drifted {drift:.2f} from the baseline"
+                return Verdict(problem, drift=drift)
+            return Verdict(drift=drift)
 
         body = canary_body(model, prompt)
         return await self._run(backend, model, "canary", body, 1, "probe_logprob", judge)
@@ -190,15 +199,20 @@ class Prober:
     async def _tool_call(self, backend: str, model: str) -> ProbeResult:
         body = tool_call_body(model)
         signal = "probe_tool_call"
-        return await self._run(backend, model, "tool_call", body, 64, signal, judge_tool_call)
+
+        def judge(response: Any) -> Verdict:
+            return Verdict(judge_tool_call(response))
+
+        return await self._run(backend, model, "tool_call", body, 64, signal, judge)
 
     async def _needle(self, backend: str, model: str) -> ProbeResult:
         needle = needle_probe(model, self.configs[backend].needle_tokens, self._rng)
 
-        def judge(response: Any) -> str | None:
+        def judge(response: Any) -> Verdict:
             return judge_needle(needle, response)
 
-        return await self._run(backend, model, "needle", needle.body, 16, "probe_needle", judge)
+        body, signal = needle.body, "probe_needle"
+        return await self._run(backend, model, "needle", body, NEEDLE_MAX_TOKENS, signal, judge)
 
     async def _run(
         self,
@@ -208,7 +222,7 @@ class Prober:
         body: dict[str, Any],
         max_tokens: int,
         signal: str,
-        judge: Callable[[Any], str | None],
+        judge: Callable[[Any], Verdict],
     ) -> ProbeResult:
         raw = orjson.dumps(body)
         started = self._clock()
@@ -223,21 +237,41 @@ class Prober:
         try:
             response = await self._send(backend, raw)
         except UpstreamError as exc:
-            return self._keep(self._failed(backend, model, kind, exc, started))
+            refused = _refused_for_size(exc)
+            if refused is None:
+                return self._keep(self._failed(backend, model, kind, exc, started))
+            return self._conclude(backend, model, kind, signal, Verdict(refused), 0, started)
         tokens = _tokens_used(response) or estimate
         budget.charge(started, tokens - estimate)  # settle against what it really cost
         self.tokens += tokens
         try:
-            problem = judge(response)
+            verdict = judge(response)
         except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
-            problem = f"unparseable answer ({type(exc).__name__})"
-        ok = problem is None
-        detail = problem or "ok"
-        weight = self.configs[backend].weight
-        event = SignalEvent(signal, not ok, "fidelity", detail, weight=weight)
-        self._book.record(backend, model, [event])
+            verdict = Verdict(f"unparseable answer ({type(exc).__name__})")
+        return self._conclude(backend, model, kind, signal, verdict, tokens, started)
+
+    def _conclude(
+        self,
+        backend: str,
+        model: str,
+        kind: str,
+        signal: str,
+        verdict: Verdict,
+        tokens: int,
+        started: float,
+    ) -> ProbeResult:
+        """The verdict as evidence in the book (unless it proves nothing) and as a result."""
+        ok = None if not verdict.evidence else verdict.problem is None
+        detail = verdict.problem or "ok"
+        if verdict.evidence:
+            weight = self.configs[backend].weight
+            event = SignalEvent(signal, not ok, "fidelity", detail, weight=weight)
+            self._book.record(backend, model, [event])
         latency = self._clock() - started
-        return self._keep(ProbeResult(backend, model, kind, ok, detail, tokens, started, latency))
+        result = ProbeResult(
+            backend, model, kind, ok, detail, tokens, started, latency, drift=verdict.drift
+        )
+        return self._keep(result)
 
     async def _send(self, backend: str, raw: bytes) -> Any:
         timeout = self.configs[backend].timeout_s
@@ -267,6 +301,13 @@ class Prober:
         self.results.append(result)
         self.kept += 1
         return result
+
+
+def _refused_for_size(exc: UpstreamError) -> str | None:
+    """A probe turned away for its context's size: the backend holds less than it is asked."""
+    if not isinstance(exc, UpstreamStatusError):
+        return None
+    return context_refusal(exc.upstream_status, exc.upstream_body)
 
 
 def _tokens_used(response: Any) -> int:

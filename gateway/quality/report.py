@@ -79,6 +79,7 @@ def _probes(prober: Prober) -> dict[str, Any]:
             "detail": r.detail,
             "tokens": r.tokens,
             "latency_ms": round(r.latency_s * 1000, 1),
+            "drift": None if r.drift is None else round(r.drift, 4),
         }
         for r in list(prober.results)[-50:]
     ]

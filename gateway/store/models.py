@@ -1,4 +1,5 @@
-"""The record store's tables: request records, quality events and scores, probe results.
+"""The record store's tables: request records, quality events and scores, probe results,
+and the virtual client keys (`client_keys`, outside `TABLES`: no retention, no writer).
 
 The migrations in `migrations/versions` create exactly these tables; a change here needs a
 new migration there.
@@ -25,6 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 TableName = Literal["requests", "quality_events", "quality_scores", "probe_results"]
+"""The record tables: appended to by the writer, deleted by age (not `client_keys`)."""
 
 # SQLite only autoincrements an INTEGER PRIMARY KEY, not a BIGINT one.
 RowId = BigInteger().with_variant(Integer, "sqlite")
@@ -48,7 +50,8 @@ class RequestRecord(_Row, Base):
     __table_args__ = (Index("ix_requests_backend_created_at", "backend", "created_at"),)
 
     decision_id: Mapped[str] = mapped_column(String(32))
-    key_id: Mapped[str | None] = mapped_column(String(32))  # a hash of the client key
+    key_id: Mapped[str | None] = mapped_column(String(32))  # a virtual key's id, or a hash
+    team: Mapped[str | None] = mapped_column(String(64), sort_order=1)  # the key's team
     route: Mapped[str] = mapped_column(String(128))
     model: Mapped[str] = mapped_column(String(256))
     endpoint: Mapped[str] = mapped_column(String(32))
@@ -124,5 +127,37 @@ class ProbeResult(_FromReplica, _Row, Base):
     latency_ms: Mapped[float] = mapped_column(Float)
 
 
+class ClientKey(Base):
+    """A virtual client key: its rules, and the HMAC of its secret (never the secret).
+
+    Updated in place (rotated, revoked, edited) and never deleted by retention; revoked
+    rows stay for the records that name them.
+    """
+
+    __tablename__ = "client_keys"
+    __table_args__ = (Index("ix_client_keys_prefix", "prefix", unique=True),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    prefix: Mapped[str] = mapped_column(String(32))
+    """The key's public first characters (`sk-sy-` + lookup): how a presented key is found."""
+    secret_hash: Mapped[str] = mapped_column(String(64))
+    """HMAC-SHA256 of the whole key under the server secret, hex."""
+    routes: Mapped[list[str] | None] = mapped_column(JSON)
+    """Routes it may use; null: every route."""
+    tags: Mapped[list[str]] = mapped_column(JSON)
+    rpm: Mapped[int | None] = mapped_column(Integer)
+    tpm: Mapped[int | None] = mapped_column(Integer)
+    team: Mapped[str | None] = mapped_column(String(64))
+    owner: Mapped[str | None] = mapped_column(String(128))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    rotated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
 metadata = Base.metadata
-TABLES: dict[str, Table] = dict(metadata.tables)
+KEYS_TABLE: Table = metadata.tables["client_keys"]
+TABLES: dict[str, Table] = {
+    name: table for name, table in metadata.tables.items() if table is not KEYS_TABLE
+}

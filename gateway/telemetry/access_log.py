@@ -59,14 +59,17 @@ def _tokens(record: RequestRecord) -> str:
 
 
 def json_line(record: RequestRecord) -> str:
-    """The whole record: status, backend, duration, error, key id, the decision."""
+    """The whole record: the API called, status, backend, duration, error, key id, the
+    decision."""
     line: dict[str, Any] = {
         "event": "request",
+        "endpoint": record.endpoint,
         "status": record.status,
         "backend": record.backend,
         "duration_ms": round(record.e2e_s * 1000.0, 3),
         "error": record.error,
         "key_id": record.key_id,
+        "team": record.team,
         "decision": orjson.Fragment(record.decision.rendered()),
     }
     if record.chunks is not None:

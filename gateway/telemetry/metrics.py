@@ -38,6 +38,7 @@ _OVERHEAD_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 
 
 METRIC_NAMES: tuple[str, ...] = (
     "switchyard_requests_total",
+    "switchyard_team_requests_total",
     "switchyard_request_errors_total",
     "switchyard_request_duration_seconds",
     "switchyard_time_to_first_token_seconds",
@@ -89,12 +90,15 @@ class GatewayMetrics:
         self,
         weights: Mapping[str, Mapping[str, float]] | None = None,
         pricing: Mapping[str, PricingConfig | None] | None = None,
+        max_team_labels: int = 32,
     ) -> None:
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self.registry = CollectorRegistry(auto_describe=True)
         self._weights = weights or {}
         self._pricing = pricing or {}
         self._children: dict[tuple[str, str], _Series] = {}
+        self._max_teams = max_team_labels
+        self._teams: set[str] = set()
         self._define_requests()
         self._define_tokens()
         self._define_state()
@@ -104,8 +108,16 @@ class GatewayMetrics:
         r, route_backend = self.registry, ("route", "backend")
         self.requests = Counter(
             "switchyard_requests",
-            "Requests answered, by route, serving backend and HTTP status class.",
-            (*route_backend, "status_class"),
+            "Requests answered, by route, serving backend, HTTP status class and the API the "
+            "client called (chat.completions, completions, embeddings, messages, responses).",
+            (*route_backend, "status_class", "endpoint"),
+            registry=r,
+        )
+        self.team_requests = Counter(
+            "switchyard_team_requests",
+            "Requests by the team of the client key (`none`: no team; `other`: beyond the "
+            "first keys.max_team_labels teams seen) and HTTP status class.",
+            ("team", "status_class"),
             registry=r,
         )
         self.errors = Counter(
@@ -254,7 +266,8 @@ class GatewayMetrics:
         """Fold one finished request in (telemetry thread)."""
         route, backend = record.route, record.blamed_backend or "none"
         series = self._series(route, backend)
-        self.requests.labels(route, backend, record.status_class).inc()
+        self.requests.labels(route, backend, record.status_class, record.endpoint).inc()
+        self.team_requests.labels(self._team(record.team), record.status_class).inc()
         if record.error is not None:
             self.errors.labels(route, backend, record.error).inc()
         series.duration.observe(record.e2e_s)
@@ -280,6 +293,17 @@ class GatewayMetrics:
         for attempt in record.decision.attempts[:-1]:
             if attempt.outcome != "ok":
                 self.retries.labels(route, attempt.backend, attempt.outcome).inc()
+
+    def _team(self, team: str | None) -> str:
+        """A bounded label: the first `max_team_labels` teams seen keep their name."""
+        if team is None:
+            return "none"
+        if team in self._teams:
+            return team
+        if len(self._teams) < self._max_teams and team not in ("none", "other"):
+            self._teams.add(team)
+            return team
+        return "other"
 
     def _series(self, route: str, backend: str) -> _Series:
         """The (route, backend) children, looked up once: `labels()` per update costs more

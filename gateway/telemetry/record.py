@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from gateway.decisions import DecisionRecord
 from gateway.telemetry.config import PricingConfig
@@ -18,16 +18,22 @@ from providers.usage import Usage
 
 _CLIENT_GONE = frozenset({"client_disconnected", "cancelled"})
 
+ClientEndpoint = Literal["chat.completions", "completions", "embeddings", "messages", "responses"]
+"""The API a client called: one the gateway routes as it is, or a translated client format
+(`messages`: Anthropic's `/v1/messages`; `responses`: OpenAI's `/v1/responses`), both routed
+as `chat.completions`. Five values: a bounded metric label."""
+
 
 @dataclass(slots=True)
 class RequestRecord:
     at: float
     """Wall-clock time (Unix seconds) the request arrived."""
     route: str
-    endpoint: str
+    endpoint: ClientEndpoint
+    """The API the client called, not what the gateway forwarded (see `ClientEndpoint`)."""
     stream: bool
     key_id: str | None
-    """A short, non-reversible id of the client key (never the key)."""
+    """A virtual key's id, or a short non-reversible id of a static key (never the key)."""
     decision: DecisionRecord
     status: int
     error: str | None
@@ -40,6 +46,8 @@ class RequestRecord:
     chunks: int | None = None
     body: Mapping[str, Any] | None = None
     """The parsed request, kept only when the store keeps prompts."""
+    team: str | None = None
+    """The virtual key's team, when it has one."""
     _deciding: DecidingPolicy | None = None
 
     def deciding_policy(self, weights: Mapping[str, float]) -> DecidingPolicy:

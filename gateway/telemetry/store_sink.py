@@ -47,6 +47,7 @@ class StoreSink:
             "created_at": datetime.fromtimestamp(record.at, UTC),
             "decision_id": decision.id,
             "key_id": record.key_id,
+            "team": record.team,
             "route": record.route,
             "model": record.model,
             "endpoint": record.endpoint,

@@ -55,7 +55,7 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
     pipe = TelemetryPipe(config.server.log_queue_size, [] if mode == "off" else [AccessLog(mode)])
     telemetry = Telemetry(pipe)
     if config.telemetry.prometheus:
-        telemetry.metrics = GatewayMetrics(weights, pricing)
+        telemetry.metrics = GatewayMetrics(weights, pricing, config.keys.max_team_labels)
         pipe.add_sink(telemetry.metrics)
     if config.telemetry.dashboard:
         telemetry.series = DashboardSeries(config.telemetry, pricing, weights)

@@ -56,6 +56,13 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         ["backends.0.base_url: required for kind anthropic"],
     ),
     ("no-url-preset", without_url(preset="groq"), []),
+    ("emulated-anthropic", without_url(kind="anthropic", emulator={}), []),
+    ("emulated-gemini-scraped", without_url(kind="gemini", emulator={}, metrics={}), []),
+    (
+        "emulator-for-an-engine-kind",
+        without_url(kind="vllm", emulator={}),
+        ["backends.0.emulator: only for kinds emulated, anthropic and gemini, not vllm"],
+    ),
     ("no-url-engine-kind", without_url(kind="llama-cpp"), []),
     (
         "preset-of-another-kind",
@@ -217,6 +224,17 @@ async def test_the_scrape_goes_to_the_presets_address() -> None:
     finally:
         await provider.close()
     assert target.url == "http://127.0.0.1:8000/metrics"
+
+
+async def test_an_emulated_clouds_scrape_goes_to_its_engine() -> None:
+    config = backend(kind="anthropic", emulator={}, metrics={})
+    assert config.emulated and config.provider_settings().emulated
+    provider = await open_provider(config.provider_settings())
+    try:
+        [target] = scrape_targets([config], {"a": provider.base_url})
+        assert target.url == provider.base_url.removesuffix("/v1") + "/metrics"
+    finally:
+        await provider.close()
 
 
 async def test_an_engine_kind_is_served_and_probed_as_its_preset_says(

@@ -76,7 +76,7 @@ def test_check_without_config_checks_the_embedded_one(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["check"]) == 0
-    assert capsys.readouterr().out == "ok: 3 backends, 3 routes, 3 profiles\n"
+    assert capsys.readouterr().out == "ok: 5 backends, 4 routes, 3 profiles\n"
 
 
 @pytest.mark.parametrize(
@@ -246,6 +246,89 @@ def test_explain_reads_stdin_and_other_endpoints(
         sentinel.accept()
 
 
+SAME_SESSION: dict[str, dict[str, Any]] = {
+    "chat.completions": {"messages": [{"role": "user", "content": "hi"}], "user": "someone-else"},
+    "messages": {
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 16,
+        "metadata": {"user_id": "someone-else"},
+    },
+    "responses": {"input": "hi", "user": "someone-else"},
+}
+
+
+def test_explain_reads_messages_and_responses_bodies_as_the_proxy_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sentinel: socket.socket
+) -> None:
+    """Each body is read by its path's Dialect into the chat request the gateway routes, so
+    one session key ranks the backends the same whichever API carries it (Anthropic's
+    `metadata.user_id`, OpenAI's `user`)."""
+    config = explain_config(tmp_path, sentinel)
+    orders = {}
+    for endpoint, body in SAME_SESSION.items():
+        request = tmp_path / f"{endpoint}.json"
+        request.write_bytes(orjson.dumps({"model": "chat", **body}))
+        args = [str(request), "--config", str(config), "--endpoint", endpoint]
+        result = run_explain(capsys, *args)
+        assert result["route"] == "chat" and len(result["candidates"]) == 3
+        for candidate in result["candidates"]:
+            assert candidate["scores"]["sticky"]["reason"].startswith("session some…")
+        orders[endpoint] = result["order"]
+    assert orders["messages"] == orders["responses"] == orders["chat.completions"]
+    with pytest.raises(BlockingIOError):
+        sentinel.accept()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "body", "message"),
+    [
+        ("messages", {"messages": [{"role": "user", "content": "hi"}]}, "max_tokens"),
+        ("responses", {"input": "hi", "previous_response_id": "resp_1"}, "previous_response_id"),
+    ],
+    ids=["messages-without-max-tokens", "responses-with-stored-state"],
+)
+def test_explain_refuses_a_body_its_api_would_refuse(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    sentinel: socket.socket,
+    endpoint: str,
+    body: dict[str, Any],
+    message: str,
+) -> None:
+    request = tmp_path / "request.json"
+    request.write_bytes(orjson.dumps({"model": "chat", **body}))
+    config = explain_config(tmp_path, sentinel)
+    code = main(["explain", str(request), "--config", str(config), "--endpoint", endpoint])
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("endpoint", ["messages", "responses"])
+def test_explain_a_mixed_route_of_the_embedded_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], endpoint: str
+) -> None:
+    """No --config: the embedded default, whose route `mixed` spans the local engines and
+    two emulated clouds; a placement header keeps it to the clouds. Nothing is started."""
+    body: dict[str, Any] = (
+        {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+        if endpoint == "messages"
+        else {"input": "hi"}
+    )
+    request = tmp_path / "request.json"
+    request.write_bytes(orjson.dumps({"model": "mixed", **body}))
+    header = "x-switchyard-require-tags=cloud"
+    result = run_explain(capsys, str(request), "--endpoint", endpoint, "--header", header)
+    assert result["route"] == "mixed"
+    assert result["upstream_models"] == {
+        **dict.fromkeys(["engine-a", "engine-b", "engine-c"], "switchyard-emulated"),
+        "cloud-anthropic": "claude-emulated",
+        "cloud-gemini": "gemini-emulated",
+    }
+    assert sorted(result["order"]) == ["cloud-anthropic", "cloud-gemini"]
+    assert result["chosen"] in result["order"]
+    assert set(result["placement"]["excluded"]) == {"engine-a", "engine-b", "engine-c"}
+
+
 def test_explain_reports_an_unknown_route_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], sentinel: socket.socket
 ) -> None:
@@ -294,7 +377,7 @@ def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> Non
             int(p)
             for p in re.findall(r"emulated engine \S+ listening on \S+:(\d+)/v1", log.read_text())
         ]
-        assert len(engines) == 3
+        assert len(engines) == 5  # three local engines, an Anthropic- and a Gemini-format cloud
         with httpx.Client(trust_env=False) as http:
             for engine in engines:
                 assert http.get(f"http://127.0.0.1:{engine}/health").status_code == 200
@@ -383,8 +466,8 @@ def test_serve_prints_a_banner_then_one_line_per_request(tmp_path: Path) -> None
         f"  dashboard  http://127.0.0.1:{port}/dashboard",
         f"  config     {embedded_config_path()} (the embedded default)",
         f"  store      sqlite+aiosqlite:///{database}",
-        "  fleet      3 backends, 3 routes: default, least-load, round-robin",
-        "  auth       off (no client key needed)",
+        "  fleet      5 backends, 4 routes: default, least-load, round-robin, mixed",
+        "  auth       off (no client key needed; on 127.0.0.1 only)",
         "  demo       1 req/s on default, least-load",
         "  requests   one line each (--access-log json: the whole record and its decision)",
     ]

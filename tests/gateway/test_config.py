@@ -161,7 +161,15 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     (
         "emulator-options-elsewhere",
         lambda c: c["backends"][0].update(emulator={"token_delay_ms": 1}),
-        ["backends.0.emulator: only for kind emulated"],
+        [
+            "backends.0.emulator: only for kinds emulated, anthropic and gemini, "
+            "not openai-compatible"
+        ],
+    ),
+    (
+        "emulated-cloud-with-url",
+        lambda c: c["backends"][0].update(kind="anthropic", emulator={}),
+        ["backends.0.base_url: an emulated backend is started on a free port"],
     ),
     (
         "emulator-negative",
@@ -453,9 +461,19 @@ def test_defaults_fill_every_optional_section() -> None:
 
 def test_embedded_config_loads_and_builds() -> None:
     config = load_config(embedded_config_path())
-    assert [b.kind for b in config.backends] == ["emulated"] * 3
+    assert [b.kind for b in config.backends] == ["emulated"] * 3 + ["anthropic", "gemini"]
     assert all(b.base_url is None and b.emulator is not None for b in config.backends)
-    assert [r.name for r in config.routes] == ["default", "least-load", "round-robin"]
+    assert [r.name for r in config.routes] == ["default", "least-load", "round-robin", "mixed"]
+    locals_only = ["engine-a", "engine-b", "engine-c"]
+    assert all(route.backends == locals_only for route in config.routes[:3])
+    mixed = config.routes[3]
+    assert [mixed.model_for(b) for b in (*locals_only, "cloud-anthropic", "cloud-gemini")] == [
+        "switchyard-emulated"
+    ] * 3 + ["claude-emulated", "gemini-emulated"]
+    for cloud in config.backends[3:]:
+        assert "cloud" in cloud.tags and cloud.pricing is not None
+        assert cloud.pricing.cached_input_usd_per_mtok < cloud.pricing.input_usd_per_mtok
+        assert cloud.cache.prefill_tokens_per_s < config.backends[0].cache.prefill_tokens_per_s
     assert all(b.emulator.cost_model == "batched" for b in config.backends if b.emulator)
     assert "cache-aware" in build_pipelines(config.policies, config.profiles)
     pipelines = build_pipelines(config.policies, config.profiles)

@@ -153,3 +153,36 @@ async def test_a_nearly_spent_budget_counts_as_less_capacity(
     assert report["drop_reason"] == "at capacity: 1 of 1 in flight"
     assert (await held).headers["x-switchyard-backend"] == "a-limited"
     assert limited.runtime.stats.failed == 0, "a-limited never had to refuse"
+
+
+async def test_a_token_budget_too_small_for_the_request_moves_it_before_a_refusal(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    # Each request may cost its prompt and 120 output tokens: after the first, the 200-token
+    # budget has too few left for another, and capacity-filter knows it from the headers.
+    limited = await start_emulator(rate_limit_tokens_per_minute=200)
+    spare = await start_emulator()
+    rotate_within_capacity = [
+        {"ref": "healthy-filter"},
+        {"ref": "capacity-filter"},
+        {"ref": "round-robin-scorer"},
+        {"ref": "max-score-picker"},
+    ]
+    gw = await start_gateway(
+        make_config(
+            {"a-limited": limited.base_url, "b-spare": spare.base_url},
+            profile=rotate_within_capacity,
+        )
+    )
+    body = {**CHAT, "max_tokens": 120}
+    responses = [await gw.client.post("/v1/chat/completions", json=body) for _ in range(4)]
+    assert [r.status_code for r in responses] == [200] * 4
+    # Round robin would put a-limited first on the third request: its budget says no.
+    served = [r.headers["x-switchyard-backend"] for r in responses]
+    assert served == ["a-limited", "b-spare", "b-spare", "b-spare"]
+    assert "upstream_429" not in await all_attempts(gw, responses)
+    assert limited.runtime.stats.received == 1, "a-limited was never asked what it would refuse"
+    report = report_of(await decision_of(gw, responses[2]), "a-limited")
+    assert report["dropped_by"] == "capacity-filter"
+    assert report["drop_reason"].startswith("provider token budget: ")
+    assert report["drop_reason"].endswith(" tokens left before its reset, this request may use 124")

@@ -35,8 +35,8 @@ def test_the_banner_of_the_embedded_default(monkeypatch: pytest.MonkeyPatch) -> 
         "  dashboard  http://127.0.0.1:8080/dashboard",
         f"  config     {path} (the embedded default)",
         "  store      sqlite+aiosqlite:///switchyard.db",
-        "  fleet      3 backends, 3 routes: default, least-load, round-robin",
-        "  auth       off (no client key needed)",
+        "  fleet      5 backends, 4 routes: default, least-load, round-robin, mixed",
+        "  auth       off (no client key needed; on 127.0.0.1 only)",
         "  demo       1 req/s on default, least-load",
         "  requests   one line each (--access-log json: the whole record and its decision)",
     ]
@@ -79,8 +79,27 @@ def many_routes(config: dict[str, Any]) -> None:
             {"requests": "not logged at --log-level warning"},
         ),
         (many_routes, {}, {"fleet": "1 backend, 7 routes"}),
+        (
+            lambda c: c.update(keys={"enabled": True}, server={"admin_keys_env": "ADMIN"}),
+            {},
+            {"auth": "on (virtual keys from the store, admin keys from $ADMIN)"},
+        ),
+        (
+            lambda c: c.update(server={"allow_unauthenticated": True}),
+            {"host": "0.0.0.0"},
+            {"auth": "off (no client key needed; on 0.0.0.0: allow_unauthenticated)"},
+        ),
     ],
-    ids=["auth", "store-redacted", "json-no-dashboard", "log-off", "log-level", "many-routes"],
+    ids=[
+        "auth",
+        "store-redacted",
+        "json-no-dashboard",
+        "log-off",
+        "log-level",
+        "many-routes",
+        "virtual-keys",
+        "open-elsewhere",
+    ],
 )
 def test_the_banner_says_what_is_on(
     change: Any, options: dict[str, Any], expected: dict[str, str]
@@ -147,8 +166,10 @@ async def test_a_migration_shows_its_steps_but_not_alembics_set_up(
     with caplog.at_level(logging.INFO):
         await upgrade(f"sqlite+aiosqlite:///{tmp_path / 'store.db'}")
     alembic = [r.getMessage() for r in caplog.records if r.name.startswith("alembic")]
-    assert len(alembic) == 1
-    assert alembic[0].startswith("Running upgrade  -> 0001")
+    assert [line[:28] for line in alembic] == [
+        "Running upgrade  -> 0001, Th",
+        "Running upgrade 0001 -> 0002",
+    ]
 
 
 @pytest.mark.parametrize(("mode", "own_handler"), [("line", True), ("json", False)])

@@ -58,11 +58,13 @@ def explain(
     config: Path,
     request: dict[str, Any],
     *headers: str,
+    endpoint: str = "chat.completions",
 ) -> dict[str, Any]:
-    """`switchyard explain REQUEST --config CONFIG [--header NAME=VALUE ...]`, its JSON."""
+    """`switchyard explain REQUEST --config CONFIG --endpoint ENDPOINT [--header NAME=VALUE
+    ...]`, its JSON."""
     path = tmp_path / "request.json"
     path.write_bytes(orjson.dumps(request))
-    args = ["explain", str(path), "--config", str(config)]
+    args = ["explain", str(path), "--config", str(config), "--endpoint", endpoint]
     for header in headers:
         args += ["--header", header]
     assert main(args) == 0
@@ -73,6 +75,25 @@ def explain(
 def chat(max_tokens: int = 64) -> dict[str, Any]:
     messages = [{"role": "user", "content": "What is the weather in Oslo?"}]
     return {"model": ROUTE, "messages": messages, "max_tokens": max_tokens}
+
+
+# The same question in the other client formats the gateway serves.
+BODIES: dict[str, dict[str, Any]] = {
+    "messages": {
+        "model": ROUTE,
+        "max_tokens": 64,
+        "system": "Be brief.",
+        "messages": [{"role": "user", "content": "What is the weather in Oslo?"}],
+    },
+    "responses": {
+        "model": ROUTE,
+        "max_output_tokens": 64,
+        "instructions": "Be brief.",
+        "input": "What is the weather in Oslo?",
+    },
+}
+API_PATHS = {"messages": "/v1/messages", "responses": "/v1/responses"}
+OTHER_FORMATS = pytest.mark.parametrize("endpoint", list(BODIES))
 
 
 def by_backend(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -160,3 +181,40 @@ async def test_the_live_gateway_decides_as_explained(
     for name in MODELS:
         assert live[name]["verdicts"] == dry[name]["verdicts"]
         assert live[name]["scores"] == dry[name]["scores"]
+
+
+@OTHER_FORMATS
+def test_explain_reads_a_messages_or_responses_body_onto_the_three_members(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, config_path: Path, endpoint: str
+) -> None:
+    result = explain(capsys, tmp_path, config_path, BODIES[endpoint], endpoint=endpoint)
+    assert result["route"] == ROUTE and result["upstream_models"] == MODELS
+    assert sorted(result["order"]) == sorted(MODELS)
+    for candidate in result["candidates"]:
+        assert candidate["verdicts"].keys() == FILTERS and candidate["dropped_by"] is None
+    forced = explain(
+        capsys, tmp_path, config_path, BODIES[endpoint], f"{HEADER}={GEMINI.tag}", endpoint=endpoint
+    )
+    assert forced["order"] == [GEMINI.name] and forced["chosen"] == GEMINI.name
+
+
+@OTHER_FORMATS
+async def test_the_live_gateway_decides_other_formats_as_explained(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    fleet: Fleet,
+    gw: RunningGateway,
+    endpoint: str,
+) -> None:
+    config = tmp_path / "live.yaml"
+    config.write_text(yaml.safe_dump(fleet.config), encoding="utf-8")
+    explained = explain(capsys, tmp_path, config, BODIES[endpoint], endpoint=endpoint)
+    response = await gw.client.post(API_PATHS[endpoint], json=BODIES[endpoint])
+    assert response.status_code == 200, response.text
+    assert response.json()["model"] == ROUTE
+    decision_id = response.headers["x-switchyard-decision"]
+    decision = (await gw.client.get(f"/v1/switchyard/decisions/{decision_id}")).json()
+    assert decision["order"] == explained["order"]
+    assert decision["served_by"] == explained["chosen"]
+    assert decision["served_model"] == MODELS[explained["chosen"]]
+    assert explained["prompt_tokens"] == decision["prompt_tokens"]

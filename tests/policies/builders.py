@@ -26,6 +26,7 @@ def backend(
     engine_kv_usage: float | None = None,
     context_window_tokens: int | None = None,
     tags: Iterable[str] = (),
+    provider_tokens_left: int | None = None,
 ) -> BackendView:
     return BackendView(
         name=name,
@@ -45,6 +46,7 @@ def backend(
         engine_kv_usage=engine_kv_usage,
         context_window_tokens=context_window_tokens,
         tags=frozenset(tags),
+        provider_tokens_left=provider_tokens_left,
     )
 
 

@@ -1,4 +1,6 @@
-"""The `emulated` adapter: it starts a real emulator on loopback and stops it on close()."""
+"""Emulated backends: a real emulator started on loopback, stopped on close(), and spoken
+to in the format of the backend's kind (kind `emulated`: OpenAI's; `anthropic` or `gemini`
+with an `emulator` block: theirs, through their own adapters)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,13 @@ import orjson
 import pytest
 
 from emulator import EmulatorOptions, EmulatorSettings
-from providers.base import Deadlines, UpstreamRequest
+from providers.anthropic import AnthropicProvider
+from providers.base import Deadlines, Provider, UpstreamRequest
 from providers.emulated import EmulatedProvider
+from providers.gemini import GeminiProvider
+from providers.openai_compatible import OpenAICompatibleProvider
 from providers.registry import open_provider
-from providers.settings import ProviderSettings
+from providers.settings import BackendKind, ProviderSettings
 from tests.providers.listening import accepts_connections
 
 DEADLINES = Deadlines(connect_s=2.0, first_byte_s=5.0, between_chunks_s=5.0)
@@ -69,6 +74,7 @@ async def test_close_stops_the_engine_and_the_connection_pool() -> None:
     provider = await open_provider(emulated())
     assert isinstance(provider, EmulatedProvider)
     await provider.send(chat("m1"), DEADLINES)
+    assert isinstance(provider.adapter, OpenAICompatibleProvider)
     session = provider.adapter.session
     assert await accepts_connections(provider.base_url)
     await provider.close()
@@ -90,3 +96,76 @@ async def test_default_options_are_the_emulators_own() -> None:
 def test_unknown_or_invalid_options_are_refused(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         EmulatorOptions.model_validate(bad)
+
+
+NATIVE = pytest.mark.parametrize(
+    ("kind", "adapter", "api_root"),
+    [("anthropic", AnthropicProvider, "/v1"), ("gemini", GeminiProvider, "/v1beta")],
+    ids=["anthropic", "gemini"],
+)
+
+
+def native(kind: BackendKind) -> ProviderSettings:
+    return ProviderSettings(
+        name="cloud",
+        kind=kind,
+        models=("cloud-model",),
+        api_key="k-1",
+        emulator=EmulatorOptions(token_delay_ms=0),
+    )
+
+
+@NATIVE
+async def test_a_native_kind_with_an_emulator_speaks_its_own_format_to_it(
+    kind: BackendKind, adapter: type[Provider], api_root: str
+) -> None:
+    provider = await open_provider(native(kind))
+    try:
+        assert isinstance(provider, EmulatedProvider)
+        assert isinstance(provider.adapter, adapter)
+        assert provider.base_url == provider.engine.origin + api_root
+        assert provider.engine.settings == EmulatorSettings(
+            models=["cloud-model"], token_delay_ms=0
+        )
+        response = await provider.send(chat("cloud-model"), DEADLINES)
+        answer = orjson.loads(response.body)  # translated back to OpenAI's chat answer
+        assert (answer["object"], answer["usage"]["completion_tokens"]) == ("chat.completion", 4)
+        health = await provider.health(timeout_s=2.0)
+        assert health.healthy, health.reason
+    finally:
+        await provider.close()
+    assert not await accepts_connections(provider.base_url)
+
+
+@NATIVE
+async def test_a_native_kind_streams_through_its_emulator(
+    kind: BackendKind, adapter: type[Provider], api_root: str
+) -> None:
+    provider = await open_provider(native(kind))
+    try:
+        body = {"model": "cloud-model", "messages": [{"role": "user", "content": "hi"}]}
+        request = UpstreamRequest(
+            "/chat/completions", orjson.dumps({**body, "max_tokens": 4, "stream": True}), True
+        )
+        stream = await provider.open_stream(request, DEADLINES)
+        rest = b"".join([chunk async for chunk in stream.rest()])
+        await stream.aclose()
+        assert (stream.first_chunk + rest).rstrip().endswith(b"data: [DONE]")
+    finally:
+        await provider.close()
+
+
+def test_an_emulator_is_only_for_the_kinds_it_speaks() -> None:
+    with pytest.raises(ValueError, match="emulator: only for kinds emulated, anthropic and gemini"):
+        ProviderSettings(name="a", kind="vllm", emulator=EmulatorOptions())
+
+
+async def test_an_emulated_backend_picks_its_own_port() -> None:
+    """A base URL given anyway is not where the engine listens (the config refuses one)."""
+    settings = native("anthropic").model_copy(update={"base_url": "http://127.0.0.1:9/v1"})
+    provider = await open_provider(settings)
+    try:
+        assert isinstance(provider, EmulatedProvider)
+        assert provider.base_url == provider.engine.origin + "/v1"
+    finally:
+        await provider.close()

@@ -13,6 +13,7 @@ from providers.base import Deadlines, upstream_headers
 from providers.errors import (
     UpstreamError,
     UpstreamProtocolError,
+    UpstreamResponseTooLarge,
     UpstreamStatusError,
     UpstreamTimeout,
 )
@@ -144,3 +145,48 @@ def test_retry_after_as_an_http_date() -> None:
     later = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
     seconds = retry_after_s(later)
     assert seconds is not None and 25 < seconds <= 30
+
+
+def _capped(max_bytes: int) -> Deadlines:
+    return Deadlines(
+        connect_s=2.0,
+        first_byte_s=5.0,
+        between_chunks_s=5.0,
+        max_body_bytes=max_bytes,
+        max_stream_bytes=max_bytes,
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "fits"),
+    [
+        (b"x" * 1000, True),
+        (b"x" * 1001, False),  # its Content-Length says so before it is read
+        ([b"x" * 500, b"x" * 500], True),
+        ([b"x" * 600, b"x" * 600], False),  # chunked: counted as it comes
+    ],
+)
+async def test_a_whole_answer_is_read_within_its_cap(
+    upstream: ScriptedServer, transport: HttpTransport, body: bytes | list[bytes], fits: bool
+) -> None:
+    upstream.reply(Reply(body=body))
+    if fits:
+        answer = await transport.send(upstream.url + "/v1/x", b"{}", _capped(1000))
+        assert len(answer.body) == 1000
+        return
+    with pytest.raises(UpstreamResponseTooLarge, match="passed the limit of 1000 bytes") as caught:
+        await transport.send(upstream.url + "/v1/x", b"{}", _capped(1000))
+    assert not caught.value.retryable and caught.value.status == 502
+
+
+async def test_a_stream_ends_in_an_error_at_its_cap(
+    upstream: ScriptedServer, transport: HttpTransport
+) -> None:
+    upstream.reply(Reply(body=[b"data: 1\n\n", Pause(0.05), b"x" * 600, Pause(0.05), b"y" * 600]))
+    stream = await transport.open_stream(upstream.url + "/v1/x", b"{}", _capped(1000))
+    relayed: list[bytes] = []
+    with pytest.raises(UpstreamResponseTooLarge, match="stream passed the limit of 1000"):
+        async for chunk in stream.rest():
+            relayed.append(chunk)
+    await stream.aclose()
+    assert b"".join(relayed) == b"x" * 600, "nothing past the cap is relayed"

@@ -6,6 +6,7 @@ from typing import Any, get_args
 
 import pytest
 
+from providers.llama_cpp import open_llama_cpp
 from providers.presets import KIND_PRESETS, PRESETS, Endpoint, preset_of, with_preset_defaults
 from providers.registry import FACTORIES
 from providers.settings import OPENAI_COMPATIBLE_KINDS, BackendKind, PresetName, ProviderSettings
@@ -107,7 +108,10 @@ def test_each_preset(
 def test_every_preset_name_is_in_the_table_and_every_implied_kind_is_served_as_openai() -> None:
     assert set(PRESETS) == set(get_args(PresetName))
     assert set(KIND_PRESETS) <= OPENAI_COMPATIBLE_KINDS
-    assert {FACTORIES[kind] for kind in OPENAI_COMPATIBLE_KINDS} == {FACTORIES["openai"]}
+    # llama-cpp's adapter is the OpenAI-compatible one reading llama-server's "not ready".
+    plain = OPENAI_COMPATIBLE_KINDS - {"llama-cpp"}
+    assert {FACTORIES[kind] for kind in plain} == {FACTORIES["openai"]}
+    assert FACTORIES["llama-cpp"] is open_llama_cpp
 
 
 def test_only_openrouter_knows_optional_headers() -> None:

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from providers.usage import Usage, UsageTap, usage_from_body, usage_of
+from tests import llama_server_replies as replies
 
 
 @pytest.mark.parametrize(
@@ -71,3 +72,70 @@ def test_deepseeks_cache_hits_are_read_from_a_streams_usage_event() -> None:
         tap.feed(chunk)
     assert tap.usage() == Usage(20, 2, 16)
     assert usage_from_body(orjson.dumps({"usage": usage})) == Usage(20, 2, 16)
+
+
+# -- llama.cpp's llama-server: the engine's own counts and times beside `usage`
+
+
+def test_llama_servers_answer_is_read_with_its_timings() -> None:
+    assert usage_from_body(replies.CHAT_COLD) == Usage(
+        41, 16, 0, prefill_ms=284.952, decode_ms=320.366
+    )
+    assert usage_from_body(replies.CHAT_WARM) == Usage(
+        41, 16, 40, prefill_ms=21.22, decode_ms=320.147
+    )
+
+
+def test_an_older_llama_server_without_details_gives_cache_n() -> None:
+    document = orjson.loads(replies.CHAT_WARM)
+    del document["usage"]["prompt_tokens_details"]
+    assert usage_of(document) == Usage(41, 16, 40, prefill_ms=21.22, decode_ms=320.147)
+
+
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        # Without include_usage only the final chunk's timings say anything: 40 cached
+        # plus 1 computed prompt tokens, 16 predicted.
+        (replies.STREAM_TAIL, Usage(41, 16, 40, prefill_ms=20.929, decode_ms=335.138)),
+        (replies.STREAM_USAGE_TAIL, Usage(41, 16, 40, prefill_ms=20.731, decode_ms=318.226)),
+    ],
+    ids=["timings-only", "include-usage"],
+)
+def test_a_llama_server_stream_is_read_from_its_last_events(tail: bytes, expected: Usage) -> None:
+    events = [event + b"\n\n" for event in tail.split(b"\n\n") if event]
+    whole, pieces = UsageTap(), UsageTap()  # one read, or one read per event
+    whole.feed(b"".join(events))
+    for event in events:
+        pieces.feed(event)
+    assert whole.usage() == pieces.usage() == expected
+    assert usage_from_body(tail.split(b"data: ")[-2].strip()) == expected
+
+
+def test_timings_on_every_chunk_keep_the_tail_short_and_read_the_last() -> None:
+    def chunk(n: int) -> bytes:
+        timings = {"cache_n": 0, "prompt_n": 5, "prompt_ms": 1.0, "predicted_n": n}
+        return b"data: " + orjson.dumps({"choices": [], "timings": timings}) + b"\n\n"
+
+    tap = UsageTap()
+    for n in range(1, 2_000):
+        tap.feed(chunk(n))
+    tap.feed(b"data: [DONE]\n\n")
+    assert tap.usage() == Usage(5, 1_999, 0, prefill_ms=1.0)
+
+
+@pytest.mark.parametrize(
+    "timings",
+    [
+        {"cache_n": 3},
+        {"prompt_n": 1, "predicted_n": "16"},
+        {"prompt_n": 1, "predicted_n": 2, "prompt_ms": -1, "predicted_ms": True},
+    ],
+    ids=["no-counts", "count-not-a-number", "bad-times"],
+)
+def test_incomplete_timings_give_what_they_can(timings: dict[str, Any]) -> None:
+    usage = usage_of({"timings": timings})
+    if "predicted_n" not in timings or not isinstance(timings["predicted_n"], int):
+        assert usage is None
+    else:
+        assert usage == Usage(1, 2, None)

@@ -15,6 +15,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from gateway.bounds import check_depth
 from gateway.errors import SwitchyardError
 from gateway.http.anthropic_ingress.errors import error_response
 from gateway.http.anthropic_ingress.messages_dialect import MESSAGES
@@ -44,7 +45,8 @@ async def count_tokens(request: Request) -> Response:
     try:
         MESSAGES.authorize(request.headers, gateway.authorize)
         raw = await read_body(request, gateway.config.server.max_body_bytes)
-        conversation = parse_conversation(raw)
+        check_depth(raw, gateway.config.bounds.max_json_depth)
+        conversation = parse_conversation(raw, gateway.config.bounds)
         gateway.router.route(conversation.model)
         messages = to_chat_messages(conversation)
         tools = to_tools(conversation.tools or ())

@@ -14,6 +14,7 @@ from functools import partial
 import orjson
 from starlette.responses import Response
 
+from gateway.bounds import BoundsConfig
 from gateway.errors import Unauthorized
 from gateway.http.anthropic_ingress.errors import error_response
 from gateway.http.anthropic_ingress.messages_request import parse_messages_request
@@ -25,11 +26,12 @@ from gateway.http.anthropic_ingress.response_translation import (
 )
 from gateway.http.anthropic_ingress.stream_translation import MessageEvents
 from gateway.http.dialect import Authorize, TranslatedRequest
+from gateway.tenancy.caller import Caller
 from providers.errors import ApiError
 
 
 class MessagesDialect:
-    def authorize(self, headers: Mapping[str, str], check: Authorize) -> str | None:
+    def authorize(self, headers: Mapping[str, str], check: Authorize) -> Caller | None:
         """Either header may carry the gateway's key; a client may send both."""
         api_key = headers.get("x-api-key")
         authorization = headers.get("authorization")
@@ -42,8 +44,8 @@ class MessagesDialect:
                 raise
             return check(authorization)
 
-    def read(self, raw: bytes) -> TranslatedRequest[ReplyContext]:
-        request = parse_messages_request(raw)
+    def read(self, raw: bytes, bounds: BoundsConfig) -> TranslatedRequest[ReplyContext]:
+        request = parse_messages_request(raw, bounds)
         return TranslatedRequest(
             orjson.dumps(to_chat_request(request)),
             context=partial(reply_context, request),

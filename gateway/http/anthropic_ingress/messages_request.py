@@ -1,10 +1,10 @@
 """Anthropic's Messages request as clients send it: validated, with errors naming the field.
 
-Unknown top-level fields are ignored (newer SDKs add options over time; `metadata`,
-`service_tier` and the like ask nothing of the answer). Content blocks are strict: a block
-kind the gateway cannot express (documents, server tools' results, ...) is refused rather
-than silently dropped from what the model sees. `cache_control`, `citations` and thinking
-signatures are accepted and ignored.
+Unknown top-level fields are ignored (newer SDKs add options over time; `service_tier`
+and the like ask nothing of the answer); of `metadata`, only `user_id` is read. Content
+blocks are strict: a block kind the gateway cannot express (documents, server tools'
+results, ...) is refused rather than silently dropped from what the model sees.
+`cache_control`, `citations` and thinking signatures are accepted and ignored.
 """
 
 from __future__ import annotations
@@ -14,6 +14,13 @@ from typing import Annotated, Any, Literal, Self, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gateway.bounds import (
+    DEFAULT_BOUNDS,
+    BoundsConfig,
+    check_chars,
+    check_count,
+    check_tokens,
+)
 from gateway.errors import InvalidRequest
 
 
@@ -114,6 +121,11 @@ class Thinking(_Wire):
         return self
 
 
+class Metadata(_Wire):
+    user_id: str | None = None
+    """An opaque id of the end user: the request's session key."""
+
+
 class Conversation(_Wire):
     """What the prompt is made of: all `count_tokens` reads."""
 
@@ -135,17 +147,32 @@ class MessagesRequest(Conversation):
     top_p: float | None = None
     top_k: int | None = None
     """Accepted and dropped: OpenAI's chat API has no top_k."""
+    metadata: Metadata | None = None
 
 
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def parse_messages_request(raw: bytes) -> MessagesRequest:
-    return _parse(MessagesRequest, raw)
+def parse_messages_request(raw: bytes, bounds: BoundsConfig = DEFAULT_BOUNDS) -> MessagesRequest:
+    request = _parse(MessagesRequest, raw)
+    check_conversation(request, bounds)
+    check_tokens("max_tokens", request.max_tokens, bounds.max_output_tokens)
+    if request.metadata is not None:
+        check_chars("metadata.user_id", request.metadata.user_id, bounds.max_name_chars)
+    return request
 
 
-def parse_conversation(raw: bytes) -> Conversation:
-    return _parse(Conversation, raw)
+def parse_conversation(raw: bytes, bounds: BoundsConfig = DEFAULT_BOUNDS) -> Conversation:
+    conversation = _parse(Conversation, raw)
+    check_conversation(conversation, bounds)
+    return conversation
+
+
+def check_conversation(conversation: Conversation, bounds: BoundsConfig) -> None:
+    """The prompt's counts and names within `bounds`, in the Messages API's field names."""
+    check_chars("model", conversation.model, bounds.max_name_chars)
+    check_count("messages", len(conversation.messages), bounds.max_messages)
+    check_count("tools", len(conversation.tools or ()), bounds.max_tools)
 
 
 def _parse(model: type[_M], raw: bytes) -> _M:

@@ -16,3 +16,5 @@ class ChatRequest(ChatRequestFrame):
     max_tokens: int
     stop: NotRequired[list[str]]
     reasoning_effort: NotRequired[ReasoningEffort]
+    user: NotRequired[str]
+    """`metadata.user_id`: the session key, as OpenAI's `user` is."""

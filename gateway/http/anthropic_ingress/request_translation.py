@@ -5,7 +5,9 @@ become `tool` messages (ahead of the rest of the turn, as OpenAI wants them righ
 the assistant's calls), its text and images a user message; an assistant turn's text and
 `tool_use` blocks one assistant message with `tool_calls`. Earlier turns' thinking is not
 sent on. Options: `stop_sequences` → `stop`, `tool_choice` any → "required", a thinking
-budget → `reasoning_effort`; `top_k` and `metadata` are dropped.
+budget → `reasoning_effort`, `metadata.user_id` → `user` (the session key that
+session affinity reads, unless `x-session-id` is sent; an Anthropic backend gets it back
+as `metadata.user_id`); `top_k` and the rest of `metadata` are dropped.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ def to_chat_request(request: MessagesRequest) -> ChatRequest:
         body["top_p"] = request.top_p
     if request.stop_sequences:
         body["stop"] = list(request.stop_sequences)
+    if request.metadata is not None and request.metadata.user_id:
+        body["user"] = request.metadata.user_id
     effort = reasoning_effort(request.thinking)
     if effort is not None:
         body["reasoning_effort"] = effort

@@ -15,6 +15,7 @@ from functools import partial
 import orjson
 from starlette.responses import Response
 
+from gateway.bounds import BoundsConfig
 from gateway.http.dialect import OPENAI, Authorize, TranslatedRequest
 from gateway.http.responses_ingress.request_translation import to_chat_request
 from gateway.http.responses_ingress.response_translation import (
@@ -24,15 +25,16 @@ from gateway.http.responses_ingress.response_translation import (
 )
 from gateway.http.responses_ingress.responses_request import parse_responses_request
 from gateway.http.responses_ingress.stream_translation import ResponseEvents
+from gateway.tenancy.caller import Caller
 from providers.errors import ApiError
 
 
 class ResponsesDialect:
-    def authorize(self, headers: Mapping[str, str], check: Authorize) -> str | None:
+    def authorize(self, headers: Mapping[str, str], check: Authorize) -> Caller | None:
         return OPENAI.authorize(headers, check)
 
-    def read(self, raw: bytes) -> TranslatedRequest[ReplyContext]:
-        request = parse_responses_request(raw)
+    def read(self, raw: bytes, bounds: BoundsConfig) -> TranslatedRequest[ReplyContext]:
+        request = parse_responses_request(raw, bounds)
         return TranslatedRequest(
             orjson.dumps(to_chat_request(request)),
             context=partial(reply_context, request),

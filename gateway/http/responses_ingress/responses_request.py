@@ -12,12 +12,17 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gateway.bounds import (
+    DEFAULT_BOUNDS,
+    BoundsConfig,
+    check_chars,
+    check_count,
+    check_tokens,
+)
 from gateway.errors import InvalidRequest
 from gateway.http.responses_ingress.input_items import InputItem
 from gateway.http.responses_ingress.unsupported import refuse_unsupported
 
-MAX_INPUT_ITEMS = 10_000
-MAX_TOOLS = 512
 MAX_METADATA_PAIRS = 16
 """OpenAI's own limit on `metadata`."""
 
@@ -77,9 +82,9 @@ class ResponsesRequest(_Wire):
     """A `POST /v1/responses` body."""
 
     model: str = Field(min_length=1)
-    input: str | Annotated[list[InputItem], Field(min_length=1, max_length=MAX_INPUT_ITEMS)]
+    input: str | Annotated[list[InputItem], Field(min_length=1)]
     instructions: str | None = None
-    tools: list[FunctionTool] = Field(default_factory=list, max_length=MAX_TOOLS)
+    tools: list[FunctionTool] = Field(default_factory=list)
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None
     max_output_tokens: int | None = Field(None, ge=1)
@@ -92,18 +97,28 @@ class ResponsesRequest(_Wire):
     user: str | None = None
 
 
-def parse_responses_request(raw: bytes) -> ResponsesRequest:
+def parse_responses_request(raw: bytes, bounds: BoundsConfig = DEFAULT_BOUNDS) -> ResponsesRequest:
     try:
         document = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
     if not isinstance(document, dict):
         raise InvalidRequest("request body must be a JSON object")
-    refuse_unsupported(document, MAX_INPUT_ITEMS)
+    refuse_unsupported(document, bounds.max_messages)
     try:
-        return ResponsesRequest.model_validate(document)
+        request = ResponsesRequest.model_validate(document)
     except ValidationError as exc:
         raise _invalid(exc, document) from None
+    check_bounds(request, bounds)
+    return request
+
+
+def check_bounds(request: ResponsesRequest, bounds: BoundsConfig) -> None:
+    """The request's counts, budget and names within `bounds`, in its own field names."""
+    check_chars("model", request.model, bounds.max_name_chars)
+    check_chars("user", request.user, bounds.max_name_chars)
+    check_count("tools", len(request.tools), bounds.max_tools)
+    check_tokens("max_output_tokens", request.max_output_tokens, bounds.max_output_tokens)
 
 
 def _invalid(exc: ValidationError, document: dict[str, Any]) -> InvalidRequest:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from gateway.bounds import check_count
 from gateway.errors import InvalidRequest
 from gateway.http.responses_ingress.input_items import ITEM_TYPES
 
@@ -48,8 +49,7 @@ def refuse_unsupported(document: dict[str, Any], max_items: int) -> None:
     _refuse_tool_choice(document.get("tool_choice"))
     items = document.get("input")
     if isinstance(items, list):
-        if len(items) > max_items:
-            raise InvalidRequest(f"input: at most {max_items} items are accepted", param="input")
+        check_count("input", len(items), max_items)
         for position, item in enumerate(items):
             if isinstance(item, dict):
                 _refuse_item(f"input.{position}", item)

@@ -102,3 +102,31 @@ def test_the_views_carry_the_estimates_numbers() -> None:
     assert view.tpot_ms == pytest.approx(22.0)
     row = state.describe()[0]
     assert (row["prefill_tokens_per_s"], row["tpot_ms"]) == (9_000.0, 22.0)
+
+
+@pytest.mark.parametrize(
+    ("prefill_s", "uncached", "prefill", "samples"),
+    [
+        # llama-server's timings.prompt_ms: 2,000 tokens in 0.25 s = 8,000 tok/s; 10,000 -> 9,600.
+        pytest.param(0.25, 2_000, 9_600.0, 1, id="step"),
+        # A mostly cached prompt (CHAT_WARM: 1 token in 21 ms) says nothing of the speed.
+        pytest.param(0.021, 1, PRIOR_PREFILL, 0, id="too-few-tokens"),
+        pytest.param(0.0, 2_000, PRIOR_PREFILL, 0, id="no-time"),
+    ],
+)
+def test_the_engines_own_prefill_time(
+    prefill_s: float, uncached: int, prefill: float, samples: int
+) -> None:
+    est = estimates()
+    est.observe_engine_prefill(prefill_s, uncached)
+    assert est.prefill_tokens_per_s == pytest.approx(prefill, rel=1e-12)
+    assert est.engine_prefill_samples == samples
+
+
+def test_once_the_engine_reports_its_prefill_time_ttft_teaches_only_the_network() -> None:
+    est = estimates()
+    est.observe_engine_prefill(0.25, 2_000)  # 9,600
+    est.observe_ttft(0.4, 2_000, queue_was_empty=True)  # would pull towards 5,000
+    est.observe_ttft(0.05, 10, queue_was_empty=True)
+    assert (est.prefill_tokens_per_s, est.network_ms) == (pytest.approx(9_600.0), 10.0)
+    assert est.ttft_samples == 2

@@ -152,3 +152,33 @@ def test_the_views_and_describe_show_the_detectors_state() -> None:
     state.record_probe("a", True, "ok")
     view = state.views(["a"])["a"]
     assert (view.healthy, view.health_reason) == (True, "healthy")
+
+
+@pytest.mark.parametrize("times", [1, 5])
+def test_not_ready_waits_for_a_good_probe_and_counts_no_failure(times: int) -> None:
+    clock = Clock()
+    health = detector(clock)
+    for _ in range(times):
+        health.not_ready("a", "not ready: loading the model (HTTP 503)")
+    record = health.of("a")
+    assert record.status(clock.now) == (False, "not ready: loading the model (HTTP 503)")
+    assert (record.failures, record.consecutive_failures, record.ejections) == (0, 0, 0)
+    assert record.backoff.attempts == 0
+    clock.now += 3600.0
+    assert not record.status(clock.now)[0], "until a probe says it is ready"
+    health.record_probe("a", True, "probe ok (HTTP 200)")
+    assert record.status(clock.now) == (True, "healthy")
+
+
+def test_not_ready_without_probes_is_out_for_one_probe_interval() -> None:
+    clock = Clock()
+    health = detector(clock, HealthConfig(active_probes=False, probe_interval_s=10.0))
+    health.not_ready("a", "not ready: loading the model (HTTP 503)")
+    record = health.of("a")
+    assert record.status(clock.now) == (
+        False,
+        "not ready: loading the model (HTTP 503); back in 10.0s",
+    )
+    assert (record.failures, record.ejections) == (0, 0)
+    clock.now += 10.0
+    assert record.status(clock.now) == (True, "healthy")

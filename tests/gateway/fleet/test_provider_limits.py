@@ -169,6 +169,23 @@ def test_a_reading_lapses_after_stale_after_s_when_its_reset_is_later() -> None:
     assert state.views(["a"])["a"].max_concurrency == 64
 
 
+def test_the_remaining_tokens_less_those_sent_since_are_shown_to_policies() -> None:
+    clock = Clock()
+    state = fleet(clock)
+    state.acquire("a", budget_tokens=500)
+    assert state.views(["a"])["a"].provider_tokens_left is None
+    state.record_provider_limits("a", RateLimitSignal(remaining_tokens=10_000, tokens_reset_s=6.0))
+    assert state.views(["a"])["a"].provider_tokens_left == 10_000
+    # Tokens sent before the reading are in it already; those sent after come off it.
+    state.acquire("a", budget_tokens=4_196)
+    assert state.views(["a"])["a"].provider_tokens_left == 5_804
+    state.acquire("a", budget_tokens=9_000)
+    assert state.views(["a"])["a"].provider_tokens_left == 0
+    clock.now += 6.0
+    # The reading lapses at its reset.
+    assert state.views(["a"])["a"].provider_tokens_left is None
+
+
 def test_a_plentiful_budget_leaves_max_concurrency() -> None:
     state = fleet(Clock())
     state.record_provider_limits("a", RateLimitSignal(remaining_requests=5000, remaining_tokens=9))

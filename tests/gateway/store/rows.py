@@ -19,6 +19,7 @@ def request_row(created_at: datetime, **changes: Any) -> Row:
         "created_at": created_at,
         "decision_id": "d-0001",
         "key_id": "k-1f3a",
+        "team": "search",
         "route": "chat",
         "model": "llama-3-8b",
         "endpoint": "chat.completions",

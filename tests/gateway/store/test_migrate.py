@@ -16,7 +16,10 @@ EXPECTED_INDEXES = {
     "quality_events": {"ix_quality_events_created_at"},
     "quality_scores": {"ix_quality_scores_created_at"},
     "probe_results": {"ix_probe_results_created_at"},
+    "client_keys": {"ix_client_keys_prefix"},
 }
+RECORD_TABLES = set(EXPECTED_INDEXES) - {"client_keys"}
+"""Retention deletes by age from these; never from the keys."""
 
 
 def _schema(conn: Connection) -> dict[str, set[str]]:
@@ -41,12 +44,12 @@ async def _inspect(url: str, look: Any) -> Any:
         await engine.dispose()
 
 
-async def test_upgrade_creates_the_four_tables_and_their_indexes(db_url: str) -> None:
+async def test_upgrade_creates_the_tables_and_their_indexes(db_url: str) -> None:
     assert await current(db_url) is None
     await upgrade(db_url)
     assert await _inspect(db_url, _schema) == EXPECTED_INDEXES
-    assert set(TABLES) == set(EXPECTED_INDEXES)
-    assert await current(db_url) == head() == "0001"
+    assert set(TABLES) == RECORD_TABLES
+    assert await current(db_url) == head() == "0002"
 
 
 async def test_downgrade_to_base_removes_them_and_upgrade_works_again(db_url: str) -> None:
@@ -55,14 +58,23 @@ async def test_downgrade_to_base_removes_them_and_upgrade_works_again(db_url: st
     assert await _inspect(db_url, _schema) == {}
     assert await current(db_url) is None
     await upgrade(db_url, "0001")
+    assert set(await _inspect(db_url, _schema)) == RECORD_TABLES
+    assert await current(db_url) == "0001"
+    await upgrade(db_url)
     assert await _inspect(db_url, _schema) == EXPECTED_INDEXES
+
+
+async def test_0002_comes_off_again_and_keeps_the_records(db_url: str) -> None:
+    await upgrade(db_url)
+    await downgrade(db_url, "0001")
+    assert set(await _inspect(db_url, _schema)) == RECORD_TABLES
     assert await current(db_url) == "0001"
 
 
 async def test_upgrade_twice_is_harmless(db_url: str) -> None:
     await upgrade(db_url)
     await upgrade(db_url)
-    assert await current(db_url) == "0001"
+    assert await current(db_url) == "0002"
 
 
 async def test_the_migration_matches_the_models(db_url: str) -> None:

@@ -67,11 +67,13 @@ def test_the_json_line_is_the_whole_record_with_its_decision() -> None:
     line = orjson.loads(json_line(made))
     assert line == {
         "event": "request",
+        "endpoint": "chat.completions",
         "status": 200,
         "backend": "a",
         "duration_ms": 250.0,
         "error": None,
         "key_id": None,
+        "team": None,
         "decision": orjson.loads(made.decision.rendered()),
         "chunks": 4,
     }

@@ -19,7 +19,7 @@ _WORKER = """
 from gateway.telemetry.metrics import GatewayMetrics
 m = GatewayMetrics()
 m.sample_backends([("a", False, 7)])
-m.requests.labels("default", "a", "2xx").inc()
+m.requests.labels("default", "a", "2xx", "chat.completions").inc()
 """
 
 

@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from emulator.loopback import LoopbackServer
-from tests.conftest import RunningGateway, StartGateway, make_config
+from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 from tests.gateway.http.anthropic_ingress.sse import anthropic_events, streamed_text
 
 HEADERS = {"anthropic-version": "2023-06-01", "x-api-key": "unused"}
@@ -176,6 +176,7 @@ async def test_backend_gets_openai_and_client_gets_anthropic(
             "stream": False,
             "stop": ["STOP"],
             "reasoning_effort": "low",
+            "user": "someone",
         }
     ]
     message = response.json()
@@ -189,4 +190,43 @@ async def test_backend_gets_openai_and_client_gets_anthropic(
         "output_tokens": 3,
         "cache_read_input_tokens": 32,
         "cache_creation_input_tokens": 8,
+    }
+
+
+async def test_metadata_user_id_keys_the_session(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    """Anthropic's `metadata.user_id` is the session key session affinity reads, as
+    OpenAI's `user` is: one user's requests keep to one backend; `x-session-id` wins."""
+    urls = {name: (await start_emulator()).base_url for name in ("a", "b", "c")}
+    sticky = [
+        {"ref": "healthy-filter"},
+        {"ref": "session-affinity-scorer"},
+        {"ref": "max-score-picker"},
+    ]
+    gw = await start_gateway(make_config(urls, profile=sticky))
+
+    async def decided(user_id: str | None, headers: dict[str, str]) -> dict[str, Any]:
+        body = {**MESSAGES, "metadata": {"user_id": user_id}}
+        response = await gw.client.post("/v1/messages", json=body, headers=HEADERS | headers)
+        assert response.status_code == 200, response.text
+        decision_id = response.headers["x-switchyard-decision"]
+        found: dict[str, Any] = (
+            await gw.client.get(f"/v1/switchyard/decisions/{decision_id}")
+        ).json()
+        return found
+
+    first = await decided("user-0123456789", {})
+    reasons = [c["scores"]["session-affinity-scorer"]["reason"] for c in first["candidates"]]
+    assert all(reason.startswith("session user…") for reason in reasons), reasons
+    again = [await decided("user-0123456789", {}) for _ in range(3)]
+    assert {d["served_by"] for d in again} == {first["served_by"]}
+    overridden = await decided("user-0123456789", {"x-session-id": "other-9876543210"})
+    assert all(
+        c["scores"]["session-affinity-scorer"]["reason"].startswith("session othe…")
+        for c in overridden["candidates"]
+    )
+    anonymous = await decided(None, {})
+    assert {c["scores"]["session-affinity-scorer"]["reason"] for c in anonymous["candidates"]} == {
+        "no session key"
     }

@@ -199,10 +199,17 @@ FUNCTIONS = [
             id="stream asks for usage",
         ),
         pytest.param(
-            {"temperature": 0.2, "top_p": 0.9, "top_k": 5, "metadata": {"user_id": "u"}},
+            {"temperature": 0.2, "top_p": 0.9, "top_k": 5},
             {"temperature": 0.2, "top_p": 0.9},
-            id="sampling; top_k and metadata dropped",
+            id="sampling; top_k dropped",
         ),
+        pytest.param(
+            {"metadata": {"user_id": "u-42", "team": "x"}},
+            {"user": "u-42"},
+            id="metadata.user_id as user (the session key), the rest dropped",
+        ),
+        pytest.param({"metadata": {"user_id": None}}, {}, id="metadata.user_id null"),
+        pytest.param({"metadata": {}}, {}, id="metadata empty"),
         pytest.param({"stop_sequences": ["END"]}, {"stop": ["END"]}, id="stop sequences"),
         pytest.param({"tools": TOOLS}, {"tools": FUNCTIONS}, id="tools"),
         pytest.param(

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
+from gateway.bounds import DEFAULT_BOUNDS
 from gateway.errors import InvalidRequest
 from gateway.http.responses_ingress.request_translation import to_chat_request
 from gateway.http.responses_ingress.responses_request import parse_responses_request
@@ -364,5 +365,6 @@ def test_refused_naming_the_field(fields: dict[str, Any], param: str, message: s
 
 def test_too_many_items_are_refused_before_they_are_read() -> None:
     with pytest.raises(InvalidRequest) as raised:
-        translate(input=[{"role": "user", "content": "x"}] * 10_001)
-    assert raised.value.param == "input" and "10000" in raised.value.message
+        translate(input=[{"role": "user", "content": "x"}] * (DEFAULT_BOUNDS.max_messages + 1))
+    limit = DEFAULT_BOUNDS.max_messages
+    assert raised.value.param == "input" and f"limit of {limit}" in raised.value.message

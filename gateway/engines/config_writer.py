@@ -1,0 +1,147 @@
+"""A gateway config for the replicas just started: one `llama-cpp` backend each, and three
+routes over all of them (`default` cache-aware, `least-load`, `round-robin`).
+
+The file is loaded with the gateway's own loader before it takes its name, so a config the
+gateway would refuse is never written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gateway.config import Config, ConfigError, load_config
+from gateway.engines.state import Replica
+
+DEFAULT_CONFIG_NAME = "switchyard-engines.yaml"
+PREFILL_TOKENS_PER_S = 150.0
+"""Prior for uncached prefill: SmolLM2-135M on one CPU thread; learned from traffic after."""
+TPOT_MS = 30.0
+"""Prior for time per output token, the same way."""
+FIRST_TOKEN_S = 120.0
+"""A CPU prefill of a whole window, behind another request in the one slot, is slow."""
+
+HEADER = """\
+# Written by `switchyard engines start` for the llama.cpp replicas it started here.
+# Serve it: switchyard serve --config {name}
+# Stop the replicas: switchyard engines stop
+# Routes: default (cache-aware), least-load, round-robin. Quality probes are off: their
+# needle does not fit a small window, and a small model calls no tools.
+"""
+
+# The embedded example's cache-aware profile, as `gateway/examples/embedded.yaml` has it.
+POLICIES: list[dict[str, Any]] = [
+    {
+        "type": "kv-cost-scorer",
+        "name": "kv-cost",
+        "params": {"work_weight": 1.0, "delay_weight": 1.0},
+    },
+]
+PROFILES: list[dict[str, Any]] = [
+    {
+        "name": "cache-aware",
+        "plugins": [
+            {"ref": "healthy-filter"},
+            {"ref": "placement-filter"},
+            {"ref": "context-window-filter"},
+            {"ref": "quality-filter"},
+            {"ref": "sla-filter"},
+            {"ref": "kv-cost", "weight": 3},
+            {"ref": "prefix-cache-scorer", "weight": 1},
+            {"ref": "load-scorer", "weight": 1},
+            {"ref": "max-score-picker"},
+        ],
+    },
+    # No capacity filter in these two: a request beyond the slots waits in the engine's
+    # queue, as llama.cpp queues it, rather than being refused with a 429 here.
+    {
+        "name": "least-load",
+        "plugins": [
+            {"ref": "healthy-filter"},
+            {"ref": "placement-filter"},
+            {"ref": "context-window-filter"},
+            {"ref": "least-load-scorer"},
+            {"ref": "max-score-picker"},
+        ],
+    },
+    {
+        "name": "rotate",
+        "plugins": [
+            {"ref": "healthy-filter"},
+            {"ref": "placement-filter"},
+            {"ref": "context-window-filter"},
+            {"ref": "round-robin-scorer"},
+            {"ref": "max-score-picker"},
+        ],
+    },
+]
+ROUTES = (("default", "cache-aware"), ("least-load", "least-load"), ("round-robin", "rotate"))
+
+
+def backend_entry(replica: Replica, model_alias: str) -> dict[str, Any]:
+    return {
+        "name": replica.name,
+        "kind": "llama-cpp",
+        "base_url": replica.base_url,
+        "models": [model_alias],
+        "context_window_tokens": replica.n_ctx,
+        "max_concurrency": replica.parallel,
+        # What the slots hold for sure; prompts kept in host memory come on top.
+        "cache": {
+            "capacity_tokens": replica.n_ctx * replica.parallel,
+            "prefill_tokens_per_s": PREFILL_TOKENS_PER_S,
+            "tpot_ms": TPOT_MS,
+        },
+        "metrics": {},
+        "probes": {"enabled": False},
+        "timeouts": {"first_token_s": FIRST_TOKEN_S},
+    }
+
+
+def engines_config(
+    replicas: Sequence[Replica], model_alias: str, *, port: int = 8080
+) -> dict[str, Any]:
+    """The config as data: backends, the three routes, their policies and profiles."""
+    names = [r.name for r in replicas]
+    routes = [
+        {"name": name, "model": model_alias, "backends": list(names), "profile": profile}
+        for name, profile in ROUTES
+    ]
+    return {
+        "server": {"host": "127.0.0.1", "port": port},
+        "backends": [backend_entry(r, model_alias) for r in replicas],
+        "routes": routes,
+        "policies": POLICIES,
+        "profiles": PROFILES,
+    }
+
+
+def render_config(data: dict[str, Any], name: str) -> str:
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    return HEADER.format(name=name) + body
+
+
+def write_config(
+    path: Path, replicas: Sequence[Replica], model_alias: str, *, port: int = 8080
+) -> Config:
+    """Write the config to `path` once the gateway's loader accepts it; return what it
+    loaded. A refused config raises `ConfigError` and leaves `path` as it was."""
+    text = render_config(engines_config(replicas, model_alias, port=port), path.name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as sink:
+            sink.write(text)
+        try:
+            config = load_config(partial)
+        except ConfigError as exc:  # named after the file the user asked for
+            raise ConfigError(str(path), exc.problems) from None
+        os.replace(partial, path)
+    finally:
+        Path(partial).unlink(missing_ok=True)
+    return config

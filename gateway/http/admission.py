@@ -1,0 +1,43 @@
+"""What a client key allows a request, applied on the proxy path after the route is known:
+the routes it may use (403 otherwise), the placement tags it requires (merged into the
+request's `TagRequirement`), and its RPM / TPM limits with its route's (429)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gateway.errors import Forbidden, RateLimited
+from gateway.routing import RequestTraits
+from gateway.tenancy.caller import Caller
+from gateway.tenancy.limiter import RateLimiter
+from providers.errors import ApiError
+
+
+def keyed_traits(caller: Caller | None, route: str, traits: RequestTraits) -> RequestTraits:
+    """`traits` with the key's placement tags required; Forbidden when the key may not use
+    `route`."""
+    if caller is None:
+        return traits
+    if not caller.may_use(route):
+        raise Forbidden(f"this key may not use the model '{route}'", param="model")
+    if not caller.tags:
+        return traits
+    required = traits.required_tags.require(caller.tag_source, caller.tags)
+    return replace(traits, required_tags=required)
+
+
+async def admit(
+    limiter: RateLimiter,
+    caller: Caller | None,
+    route: str,
+    prompt_tokens: int,
+    max_tokens: int | None,
+) -> dict[str, str]:
+    """The `x-ratelimit-*` headers of the answer; raises RateLimited."""
+    tokens = limiter.charge_tokens(prompt_tokens, max_tokens)
+    return await limiter.admit(caller, route, tokens)
+
+
+def rejection_headers(exc: ApiError) -> dict[str, str] | None:
+    """Headers a refusal carries besides Retry-After: a 429's `x-ratelimit-*`."""
+    return dict(exc.headers) if isinstance(exc, RateLimited) else None

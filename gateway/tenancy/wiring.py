@@ -1,0 +1,112 @@
+"""Tenancy's parts built from the config and started with the gateway: the authenticator
+(static, virtual and admin keys, the metrics token), the key cache and its refresh task,
+the key admin, and the rate limiter."""
+
+from __future__ import annotations
+
+import logging
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+
+from gateway.config import Config, ConfigError
+from gateway.store.database import make_engine, resolve_url
+from gateway.tasks import start_task
+from gateway.tenancy.auth import Authenticator, AuthSettingsError, env_keys, exposure_problem
+from gateway.tenancy.key_admin import KeyAdmin
+from gateway.tenancy.key_cache import KeyCache
+from gateway.tenancy.key_material import SecretError, load_server_secret
+from gateway.tenancy.limiter import RateLimiter
+from gateway.tenancy.redis_buckets import RedisBuckets
+
+logger = logging.getLogger("switchyard.keys")
+
+
+@dataclass
+class Tenancy:
+    auth: Authenticator
+    limiter: RateLimiter
+    cache: KeyCache | None = None
+    admin: KeyAdmin | None = None
+
+    def status(self) -> dict[str, object]:
+        keys = self.cache.status() if self.cache is not None else {"enabled": False}
+        return {"keys": keys, "limits": self.limiter.status()}
+
+
+@dataclass(frozen=True)
+class _Settings:
+    static_keys: frozenset[str]
+    admin_keys: frozenset[str]
+    metrics_token: str | None
+    store_url: str | None
+    secret: bytes | None
+
+
+def read_settings(config: Config) -> _Settings:
+    """Every key, token and secret the config names, read from the environment or files;
+    ConfigError naming each setting that is unusable (never a value)."""
+    server = config.server
+    try:
+        static = env_keys(server.api_keys_env, "server.api_keys_env")
+        admins = env_keys(server.admin_keys_env, "server.admin_keys_env")
+        tokens = env_keys(server.metrics_token_env, "server.metrics_token_env")
+    except AuthSettingsError as exc:
+        raise ConfigError("environment", [str(exc)]) from None
+    if len(tokens) > 1:
+        raise ConfigError("environment", ["server.metrics_token_env: one token, no commas"])
+    url = secret = None
+    if config.keys.enabled:
+        url = resolve_url(config.store)
+        if url is None:
+            raise ConfigError("<config>", ["keys.enabled: needs store.url (or the env var)"])
+        try:
+            secret = load_server_secret(config.keys.secret_env, config.keys.secret_file)
+        except SecretError as exc:
+            raise ConfigError("environment", [str(exc)]) from None
+    token = next(iter(tokens), None)
+    return _Settings(static, admins, token, url, secret)
+
+
+def check_exposure(config: Config, host: str) -> None:
+    """ConfigError when serving on `host` would expose the backends without keys."""
+    needs_keys = bool(config.server.api_keys_env) or config.keys.enabled
+    problem = exposure_problem(host, needs_keys, config.server.allow_unauthenticated)
+    if problem is not None:
+        raise ConfigError("<config>", [problem])
+
+
+def open_tenancy(config: Config, stack: AsyncExitStack) -> Tenancy:
+    """Build the parts; what holds connections is closed when `stack` closes."""
+    settings = read_settings(config)
+    cache = admin = None
+    if settings.store_url is not None and settings.secret is not None:
+        engine = make_engine(settings.store_url, config.keys.load_timeout_s)
+        stack.push_async_callback(engine.dispose)
+        cache = KeyCache(engine, settings.secret, config.keys, url=settings.store_url)
+        routes = frozenset(route.name for route in config.routes)
+        timeout_s = config.keys.load_timeout_s
+        admin = KeyAdmin(engine, settings.secret, timeout_s=timeout_s, known_routes=routes)
+    auth = Authenticator(
+        settings.static_keys,
+        settings.admin_keys,
+        cache=cache,
+        metrics_token=settings.metrics_token,
+    )
+    limits = config.limits
+    redis = None
+    if limits.backend == "redis":
+        url = limits.redis_url or config.state.redis_url
+        redis = RedisBuckets(url, limits.namespace, limits.timeout_ms / 1000.0)
+    limiter = RateLimiter(limits, redis)
+    stack.push_async_callback(limiter.close)
+    return Tenancy(auth, limiter, cache, admin)
+
+
+async def start_tenancy(tenancy: Tenancy, stack: AsyncExitStack) -> None:
+    """The first load of the keys (bounded by `keys.load_timeout_s`), then its refresh."""
+    cache = tenancy.cache
+    if cache is None:
+        return
+    if await cache.refresh():
+        logger.info("keys: %d active virtual keys loaded", len(cache))
+    start_task(stack, cache.run(), name="key-refresh")

@@ -1,0 +1,60 @@
+"""`switchyard keys create|list|rotate|revoke` against SQLite in a temporary directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+import yaml
+
+from gateway.cli import main
+from tests.conftest import make_config
+
+
+@pytest.fixture
+def config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("SWITCHYARD_KEY_SECRET", "c" * 32)
+    store = {"url": f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(make_config({"a": "http://127.0.0.1:9/v1"}, store=store)))
+    return str(path)
+
+
+def test_create_list_rotate_revoke(config_path: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--config", config_path]
+    assert main(["keys", "create", "--name", "ci", "--team", "infra", "--rpm", "60", *args]) == 0
+    made = capsys.readouterr()
+    key = made.out.strip()
+    assert key.startswith("sk-sy-") and "shown this once" in made.err
+    key_id = made.err.split()[0]
+
+    assert main(["keys", "list", *args]) == 0
+    listed = capsys.readouterr().out
+    assert key_id in listed and key[:16] + "…" in listed and "infra" in listed
+    assert key[16:] not in listed
+
+    assert main(["keys", "rotate", key_id, *args]) == 0
+    rotated = capsys.readouterr().out.strip()
+    assert rotated.startswith("sk-sy-") and rotated != key
+
+    assert main(["keys", "revoke", key_id, *args]) == 0
+    assert capsys.readouterr().out == f"{key_id} revoked\n"
+    assert main(["keys", "revoke", key_id, *args]) == 1
+    assert main(["keys", "list", "--all", "--json", *args]) == 0
+    [row] = orjson.loads(capsys.readouterr().out)
+    assert (row["id"], row["status"], row["rpm"]) == (key_id, "revoked", 60)
+    assert "secret_hash" not in row and rotated[16:] not in str(row)
+
+
+def test_bad_input_and_a_missing_secret_are_usage_errors(
+    config_path: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = ["--config", config_path]
+    assert main(["keys", "create", "--name", "x", "--route", "nope", *args]) == 2
+    assert "unknown route(s) nope" in capsys.readouterr().err
+    assert main(["keys", "create", "--name", "x", "--rpm", "0", *args]) == 2
+    assert "rpm" in capsys.readouterr().err
+    monkeypatch.delenv("SWITCHYARD_KEY_SECRET")
+    assert main(["keys", "list", *args]) == 2
+    assert "SWITCHYARD_KEY_SECRET" in capsys.readouterr().err
