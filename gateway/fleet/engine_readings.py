@@ -27,6 +27,8 @@ class Polled(Generic[T]):
     polls: int = 0
     failures: int = 0
     error: str = ""
+    superseded_at: float = -1.0
+    """A reading taken at or before this moment no longer counts (see `supersede`)."""
 
     def record(self, value: T | None, error: str, now: float) -> None:
         """A poll that got `value`, or None with `error` saying why there was none."""
@@ -39,7 +41,14 @@ class Polled(Generic[T]):
 
     def fresh(self, now: float) -> T | None:
         value = self.value
-        return value if value is not None and now - self.at <= self.stale_after_s else None
+        if value is None or self.at <= self.superseded_at:
+            return None
+        return value if now - self.at <= self.stale_after_s else None
+
+    def supersede(self, now: float) -> None:
+        """Something the last reading counted has changed for sure: until the next poll,
+        say nothing rather than the old number."""
+        self.superseded_at = now
 
     def age_s(self, now: float) -> float | None:
         return round(now - self.at, 3) if self.value is not None else None

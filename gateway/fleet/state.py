@@ -218,6 +218,14 @@ class FleetState:
     def release(self, name: str) -> None:
         state = self._backends[name]
         state.in_flight -= 1
+        # llama-server's readings from before (/slots, /metrics) may count the slot this
+        # just freed as busy: drop them until the next poll (large-batch engines keep theirs).
+        engine = state.engine
+        if engine.slots is not None:
+            now = self._clock()
+            engine.slots.supersede(now)
+            if engine.metrics is not None:
+                engine.metrics.supersede(now)
         state.view = None
 
     def estimates(self, name: str) -> BackendEstimates:

@@ -144,6 +144,28 @@ def test_busy_slots_are_the_running_requests_until_stale() -> None:
     }
 
 
+def test_a_request_ending_here_supersedes_the_slots_reading_until_the_next_poll() -> None:
+    clock = Clock()
+    config = backend(metrics={"stale_after_s": 5.0}, llama_cpp={"stale_after_s": 2.0})
+    state = FleetState([config], HealthConfig(), clock=clock)
+    state.record_engine_load("a", EngineLoad("llama.cpp", 1, 0, None))
+    state.acquire("a")
+    state.record_engine_slots("a", EngineSlots(total=1, busy=1, n_ctx=2048))
+    assert state.views(["a"])["a"].engine_running == 1
+    clock.now += 0.3
+    state.release("a")
+    # Both readings counted the request that just ended: neither says anything until the
+    # next poll, so the replica that just served does not look busy.
+    assert state.views(["a"])["a"].engine_running is None
+    clock.now += 0.1
+    state.record_engine_load("a", EngineLoad("llama.cpp", 0, 0, None))
+    assert state.views(["a"])["a"].engine_running == 0
+    clock.now += 0.5
+    state.record_engine_slots("a", EngineSlots(total=1, busy=1, n_ctx=2048))
+    assert state.views(["a"])["a"].engine_running == 1, "a poll after the release counts"
+    assert state.describe()[0]["engine_slots"]["fresh"] is True
+
+
 def test_the_learnt_window_is_used_unless_one_is_configured() -> None:
     learnt, configured = backend(name="learnt"), backend(name="set", context_window_tokens=4096)
     state = FleetState([learnt, configured], HealthConfig())
