@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import orjson
 
-from providers.base import HealthResult, upstream_headers
+from providers.base import HealthResult
 from providers.errors import UpstreamNotReady, UpstreamStatusError
 from providers.openai_compatible import OpenAICompatibleProvider, openai_health
 from providers.settings import ProviderSettings
@@ -25,18 +25,7 @@ _LOADING = "Loading model"
 
 async def open_llama_cpp(settings: ProviderSettings) -> LlamaCppProvider:
     """The adapter for the llama-server at `settings.base_url` (its preset filled in)."""
-    if settings.base_url is None:
-        raise ValueError(f"backend {settings.name}: a llama-cpp backend needs base_url")
-    return LlamaCppProvider(
-        settings.name,
-        settings.base_url,
-        settings.api_key,
-        max_connections=settings.max_connections,
-        idle_keepalive_s=settings.idle_keepalive_s,
-        headers=upstream_headers(settings.api_key, settings.extra_headers),
-        health_url=settings.health_url,
-        health_judge=llama_cpp_health,
-    )
+    return LlamaCppProvider.from_settings(settings, health_judge=llama_cpp_health)
 
 
 class LlamaCppProvider(OpenAICompatibleProvider):

@@ -9,6 +9,7 @@ filled into the settings by the host before opening.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, Self
 
 import aiohttp
 
@@ -33,17 +34,7 @@ from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
 
 async def open_openai_compatible(settings: ProviderSettings) -> OpenAICompatibleProvider:
     """The adapter for `settings.base_url`; its connection pool opens on first use."""
-    if settings.base_url is None:
-        raise ValueError(f"backend {settings.name}: an OpenAI-compatible adapter needs base_url")
-    return OpenAICompatibleProvider(
-        settings.name,
-        settings.base_url,
-        settings.api_key,
-        max_connections=settings.max_connections,
-        idle_keepalive_s=settings.idle_keepalive_s,
-        headers=upstream_headers(settings.api_key, settings.extra_headers),
-        health_url=settings.health_url,
-    )
+    return OpenAICompatibleProvider.from_settings(settings)
 
 
 class OpenAICompatibleProvider:
@@ -75,6 +66,25 @@ class OpenAICompatibleProvider:
             secret=api_key,
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: ProviderSettings, **options: Any) -> Self:
+        """The adapter for `settings.base_url` (its preset filled in); `options` are the
+        constructor's own for a kind that needs them (`health_judge`)."""
+        if settings.base_url is None:
+            raise ValueError(
+                f"backend {settings.name}: an OpenAI-compatible adapter needs base_url"
+            )
+        return cls(
+            settings.name,
+            settings.base_url,
+            settings.api_key,
+            max_connections=settings.max_connections,
+            idle_keepalive_s=settings.idle_keepalive_s,
+            headers=upstream_headers(settings.api_key, settings.extra_headers),
+            health_url=settings.health_url,
+            **options,
         )
 
     @property

@@ -218,8 +218,7 @@ class FleetState:
     def release(self, name: str) -> None:
         state = self._backends[name]
         state.in_flight -= 1
-        # llama-server's readings from before (/slots, /metrics) may count the slot this
-        # just freed as busy: drop them until the next poll (large-batch engines keep theirs).
+        # llama-server's readings from before may count the slot just freed: drop them.
         engine = state.engine
         if engine.slots is not None:
             now = self._clock()

@@ -7,6 +7,7 @@ at once (its key cache reloads) and on other workers and replicas at their next 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import orjson
@@ -26,6 +27,7 @@ router = APIRouter(prefix="/v1/switchyard/admin")
 
 MAX_ADMIN_BODY_BYTES = 64 * 1024
 ModelT = TypeVar("ModelT", bound=BaseModel)
+T = TypeVar("T")
 
 
 class KeyStoreUnavailable(SwitchyardError):
@@ -62,6 +64,19 @@ async def _refreshed(gateway: Gateway) -> None:
 
 def _missing(key_id: str) -> NotFound:
     return NotFound(f"no active key {key_id!r}", code="not_found")
+
+
+async def _written(gateway: Gateway, key_id: str, write: Awaitable[T | None]) -> T:
+    """The result of a write to one active key, the key cache reloaded after it; None from
+    the store means no such active key."""
+    try:
+        result = await write
+    except DATABASE_ERRORS:
+        raise KeyStoreUnavailable("the key store cannot be written") from None
+    if result is None:
+        raise _missing(key_id)
+    await _refreshed(gateway)
+    return result
 
 
 def _with_secret(row: KeyRow, key: str) -> dict[str, Any]:
@@ -109,38 +124,21 @@ async def change_key(request: Request, key_id: str) -> Response:
     gateway, admin = _admin(request)
     changes = await _body(request, KeyChanges)
     try:
-        row = await admin.change(key_id, changes)
+        row = await _written(gateway, key_id, admin.change(key_id, changes))
     except (UnknownRoutes, ValueError) as exc:
         raise InvalidRequest(str(exc)) from None
-    except DATABASE_ERRORS:
-        raise KeyStoreUnavailable("the key store cannot be written") from None
-    if row is None:
-        raise _missing(key_id)
-    await _refreshed(gateway)
     return json_response(row.public())
 
 
 @router.post("/keys/{key_id}/rotate")
 async def rotate_key(request: Request, key_id: str) -> Response:
     gateway, admin = _admin(request)
-    try:
-        rotated = await admin.rotate(key_id)
-    except DATABASE_ERRORS:
-        raise KeyStoreUnavailable("the key store cannot be written") from None
-    if rotated is None:
-        raise _missing(key_id)
-    await _refreshed(gateway)
+    rotated = await _written(gateway, key_id, admin.rotate(key_id))
     return json_response(_with_secret(*rotated))
 
 
 @router.delete("/keys/{key_id}")
 async def revoke_key(request: Request, key_id: str) -> Response:
     gateway, admin = _admin(request)
-    try:
-        row = await admin.revoke(key_id)
-    except DATABASE_ERRORS:
-        raise KeyStoreUnavailable("the key store cannot be written") from None
-    if row is None:
-        raise _missing(key_id)
-    await _refreshed(gateway)
+    row = await _written(gateway, key_id, admin.revoke(key_id))
     return json_response(row.public())
