@@ -21,7 +21,7 @@ from gateway.engines import EngineError, ReplicaOptions, ensure_model
 from gateway.engines.install import ensure_xllamacpp
 
 from .report import render_report, write_json
-from .runner import SMOLLM2_KV_BYTES_PER_TOKEN, EngineSettings, RunSettings, run_policy
+from .runner import EngineSettings, RunSettings, run_policy
 from .summary import add_ratios, failed_row, summarise
 
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware")
@@ -47,11 +47,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-ram-mib", type=int, default=64, help="each replica's")
     parser.add_argument("--model", type=Path, help="GGUF (default: SmolLM2-135M-Instruct)")
     parser.add_argument(
-        "--kv-bytes-per-token",
-        type=int,
-        default=SMOLLM2_KV_BYTES_PER_TOKEN,
-        help="the model's KV bytes per token, so the gateway knows what cache_ram holds "
-        "(default: SmolLM2-135M's); 0: tell it about the slot only, as `engines start` does",
+        "--slots-only",
+        action="store_true",
+        help="tell the gateway what the slots hold, not the host-memory cache on top "
+        "(sized from the model file's KV shape, as `engines start` writes it)",
     )
     parser.add_argument("--route", default="default", help="the gateway route replayed to")
     parser.add_argument("--request-timeout-s", type=positive(float), default=600.0)
@@ -126,7 +125,7 @@ def _engines(args: argparse.Namespace) -> EngineSettings:
         replicas=args.replicas,
         ctx_size=args.ctx_size,
         cache_ram_mib=args.cache_ram_mib,
-        kv_bytes_per_token=args.kv_bytes_per_token,
+        slots_only=args.slots_only,
     )
 
 

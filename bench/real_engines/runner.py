@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 
 from bench.procs import Server, StartError, free_port
-from bench.replay.client import HttpTransport, new_session
+from bench.replay.client import HttpTransport, fetch_all, new_session
 from bench.replay.fleet import start_gateway
 from bench.replay.profiles import FleetRoute, GatewayProfile, profile_config
 from bench.replay.progress import replay_with_progress
@@ -27,12 +27,9 @@ from bench.replay.trace import Trace, TraceRequest
 from gateway.config import ConfigError, parse_config
 from gateway.engines import EngineError, Replica, running_replicas
 from gateway.engines.config_writer import backend_entry
+from gateway.engines.launcher import ReplicaOptions, host_cache_tokens
 
 from .engine_counters import Counters, delta, read_counters
-
-MIB = 1 << 20
-SMOLLM2_KV_BYTES_PER_TOKEN = 30 * 2 * 3 * 64 * 2
-"""SmolLM2-135M: 30 layers, K and V, 3 KV heads of 64, f16 (llama-server's log agrees)."""
 
 
 @dataclass(frozen=True)
@@ -44,15 +41,20 @@ class EngineSettings:
     replicas: int = 2
     ctx_size: int = 2048
     cache_ram_mib: int = 64
-    kv_bytes_per_token: int = SMOLLM2_KV_BYTES_PER_TOKEN
-    """The model's KV cache per token, to tell the gateway what a replica's host-memory
-    prompt cache holds; 0: tell it about the slots only, as `switchyard engines start` does."""
+    slots_only: bool = False
+    """Tell the gateway what the slot holds, not the host-memory prompt cache on top."""
+
+    @property
+    def options(self) -> ReplicaOptions:
+        return ReplicaOptions(
+            model_path=self.model_path, ctx_size=self.ctx_size, cache_ram_mib=self.cache_ram_mib
+        )
 
     @property
     def capacity_tokens(self) -> int:
-        """The prompt tokens a replica keeps: its slot, then its host-memory cache."""
-        held = self.cache_ram_mib * MIB // self.kv_bytes_per_token if self.kv_bytes_per_token else 0
-        return self.ctx_size + held
+        """The prompt tokens a replica keeps, as the gateway is told: its slot, then (unless
+        `slots_only`) its host-memory cache, sized from the model file's KV shape."""
+        return self.ctx_size + (0 if self.slots_only else host_cache_tokens(self.options))
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,9 @@ class PolicyRun:
     replicas: tuple[str, ...]
     counters: dict[str, Counters | None]
     """Per replica: its counters' change over the replay (None: /metrics did not answer)."""
+    decisions: dict[str, Any]
+    """The gateway's decision record of each request, by decision id (what each policy
+    scored and why), read from its decisions endpoint before it stopped."""
 
 
 class CappedTransport:
@@ -125,6 +130,7 @@ def gateway_config(
     backends = [backend_entry(r, alias) for r in replicas]
     for backend in backends:
         backend["cache"]["capacity_tokens"] = settings.engines.capacity_tokens
+        backend["probes"] = {"enabled": False}  # every policy gets the same engine time
     config["backends"] = backends
     return config
 
@@ -150,8 +156,18 @@ async def _measure(
         before = await _read_all(session, replicas)
         run = await _replay(session, gateway_url, settings, label)
         after = await _read_all(session, replicas)
+        decisions = await _decisions(session, gateway_url, run)
     counters = {r.name: delta(before[r.name], after[r.name]) for r in replicas}
-    return PolicyRun(run, tuple(r.name for r in replicas), counters)
+    return PolicyRun(run, tuple(r.name for r in replicas), counters, decisions)
+
+
+async def _decisions(
+    session: aiohttp.ClientSession, gateway_url: str, run: ReplayRun
+) -> dict[str, Any]:
+    ids = [r.decision_id for r in run.results if r.decision_id]
+    urls = [f"{gateway_url}/v1/switchyard/decisions/{i}" for i in ids]
+    records = await fetch_all(session, urls)
+    return {i: rec for i, rec in zip(ids, records, strict=True) if isinstance(rec, dict)}
 
 
 async def _read_all(

@@ -117,13 +117,16 @@ def summarise(policy: str, measured: PolicyRun, requests: Sequence[TraceRequest]
     row.update(_metrics_summary(measured))
     row["backends"] = _per_replica(measured)
     row["error_kinds"] = error_kinds(results)
-    row["per_request"] = [_request_row(r, run.started_at) for r in results]
+    row["per_request"] = [_request_row(r, run.started_at, measured.decisions) for r in results]
     row["notes"] = [*_notes(row), *output_shortfall(results, requests)]
     return row
 
 
-def _request_row(result: RequestResult, started_at: float) -> dict[str, Any]:
-    """One request as the engines saw it: where it went, what it cost, when it was sent."""
+def _request_row(
+    result: RequestResult, started_at: float, decisions: dict[str, Any]
+) -> dict[str, Any]:
+    """One request as the engines saw it: where it went, what it cost, when it was sent,
+    and the gateway's decision (every candidate's scores and reasons)."""
     ttft = ttft_ms(result)
     return {
         "id": result.request_id,
@@ -137,6 +140,7 @@ def _request_row(result: RequestResult, started_at: float) -> dict[str, Any]:
         "ttft_ms": None if ttft is None else round(ttft, 1),
         "completion_tokens": result.completion_tokens,
         "error": result.error,
+        "decision": decisions.get(result.decision_id or ""),
     }
 
 

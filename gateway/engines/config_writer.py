@@ -23,6 +23,12 @@ PREFILL_TOKENS_PER_S = 150.0
 """Prior for uncached prefill: SmolLM2-135M on one CPU thread; learned from traffic after."""
 TPOT_MS = 30.0
 """Prior for time per output token, the same way."""
+PROBE_INTERVAL_S = 900.0
+"""A probe cycle per replica every 15 minutes: the needle's cold prefill of most of the window
+takes a CPU replica's slot for seconds, so it runs less often than the default 5 minutes."""
+NEEDLE_SHARE = 15 / 16
+"""The needle fills this share of the window; the rest is the template, question and answer
+(calibrated: a 2,000-word needle fits SmolLM2's 2,048 tokens, docs/quality.md)."""
 FIRST_TOKEN_S = 120.0
 """A CPU prefill of a whole window, behind another request in the one slot, is slow."""
 
@@ -30,8 +36,9 @@ HEADER = """\
 # Written by `switchyard engines start` for the llama.cpp replicas it started here.
 # Serve it: switchyard serve --config {name}
 # Stop the replicas: switchyard engines stop
-# Routes: default (cache-aware), least-load, round-robin. Quality probes are off: their
-# needle does not fit a small window, and a small model calls no tools.
+# Routes: default (cache-aware), least-load, round-robin. Quality probes run every
+# {interval} min per replica: the canary and a needle sized to the window (it takes the one
+# slot for a few seconds of CPU); no tool-call probe, as a small model calls no tools.
 """
 
 # The embedded example's cache-aware profile, as `gateway/examples/embedded.yaml` has it.
@@ -91,15 +98,24 @@ def backend_entry(replica: Replica, model_alias: str) -> dict[str, Any]:
         "models": [model_alias],
         "context_window_tokens": replica.n_ctx,
         "max_concurrency": replica.parallel,
-        # What the slots hold for sure; prompts kept in host memory come on top.
+        # The slots' windows, then the prompts its host-memory cache keeps.
         "cache": {
-            "capacity_tokens": replica.n_ctx * replica.parallel,
+            "capacity_tokens": replica.held_tokens,
             "prefill_tokens_per_s": PREFILL_TOKENS_PER_S,
             "tpot_ms": TPOT_MS,
         },
         "metrics": {},
-        "probes": {"enabled": False},
+        "probes": probe_settings(replica),
         "timeouts": {"first_token_s": FIRST_TOKEN_S},
+    }
+
+
+def probe_settings(replica: Replica) -> dict[str, Any]:
+    """The canary and a needle that fits one slot's window; no tool-call probe."""
+    return {
+        "interval_s": PROBE_INTERVAL_S,
+        "tool_call": False,
+        "needle_tokens": max(64, int(replica.n_ctx * NEEDLE_SHARE)),
     }
 
 
@@ -123,7 +139,7 @@ def engines_config(
 
 def render_config(data: dict[str, Any], name: str) -> str:
     body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
-    return HEADER.format(name=name) + body
+    return HEADER.format(name=name, interval=round(PROBE_INTERVAL_S / 60)) + body
 
 
 def write_config(

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import gateway
 from gateway.engines.errors import ReplicaStartError
+from gateway.engines.gguf_meta import GgufError, read_kv_shape
 from gateway.engines.processes import REPLICA_MODULE, stop_child
 from gateway.engines.state import HOST, Replica
 
@@ -55,6 +56,26 @@ class ReplicaOptions(BaseModel):
     def model_alias(self) -> str:
         """The model id the replicas answer to and the gateway config asks for."""
         return self.alias or self.model_path.stem.lower()
+
+
+_K_ELEMENT_BYTES = {"f16": 2.0, "q8_0": 34 / 32, "q4_0": 18 / 32}
+"""Bytes per key value for each `--cache-type-k` (q8_0 and q4_0 store blocks of 32)."""
+MIB = 1 << 20
+
+
+def host_cache_tokens(options: ReplicaOptions) -> int:
+    """Prompt tokens the replica's host-memory cache (`cache_ram_mib`) holds, from the KV
+    shape in the model file's metadata; 0 when it has none or the file does not say."""
+    if options.cache_ram_mib <= 0:
+        return 0
+    try:
+        shape = read_kv_shape(options.model_path)
+    except GgufError:
+        return 0
+    key_bytes = _K_ELEMENT_BYTES[options.cache_type_k or "f16"]
+    per_head = shape.key_length * key_bytes + shape.value_length * 2.0
+    per_token = shape.layers * shape.kv_heads * per_head
+    return int(options.cache_ram_mib * MIB // per_token)
 
 
 @dataclass(frozen=True)
@@ -113,6 +134,7 @@ def spawn(
         pid=process.pid,
         n_ctx=options.ctx_size,
         parallel=options.parallel,
+        host_cache_tokens=host_cache_tokens(options),
         log_path=log_path.resolve(),
     )
     return LaunchedReplica(replica, process)

@@ -29,7 +29,15 @@ class Replica(_Frozen):
     pid: int = Field(ge=1)
     n_ctx: int = Field(ge=1, description="Tokens per sequence (one slot's window).")
     parallel: int = Field(1, ge=1, description="Slots: sequences it decodes at once.")
+    host_cache_tokens: int = Field(
+        0, ge=0, description="Prompt tokens its host-memory cache holds (0: none, or unknown)."
+    )
     log_path: Path = Field(description="Its stdout and stderr, llama.cpp's log included.")
+
+    @property
+    def held_tokens(self) -> int:
+        """Prompt tokens it keeps for reuse: its slots' windows, then its host-memory cache."""
+        return self.n_ctx * self.parallel + self.host_cache_tokens
 
     @property
     def origin(self) -> str:

@@ -12,7 +12,6 @@ import pytest
 from bench.real_engines.engine_counters import delta, parse_counters, summed
 from bench.real_engines.report import render_report
 from bench.real_engines.runner import (
-    MIB,
     CappedTransport,
     EngineSettings,
     PolicyRun,
@@ -26,6 +25,7 @@ from bench.replay.trace import Trace, TraceRequest, load_trace
 from gateway.config import parse_config
 from gateway.engines import Replica
 from tests.bench.synthetic import request, segment, write_trace
+from tests.gguf_files import SMOL_LIKE, gguf
 
 EXPOSITION = """\
 # HELP llamacpp:prompt_tokens_total Number of prompt tokens processed.
@@ -61,6 +61,7 @@ def _result(
     result = RequestResult(
         request_id, ok=True, sent_at=10.0, done_at=12.0, first_token_at=10.5,
         prompt_tokens=prompt, completion_tokens=16, cached_tokens=cached, backend=backend,
+        decision_id="d1" if request_id == "r1" else None,
     )  # fmt: skip
     if timings:
         result.timings = {"prompt_n": prompt - cached, "cache_n": cached, "prompt_ms": 5.0}
@@ -86,6 +87,7 @@ def _policy_run(metrics_tokens: float | None) -> PolicyRun:
             "llama-1": None if counters is None else {**counters, **seconds},
             "llama-2": None if counters is None else {**counters, **seconds},
         },
+        {"d1": {"served_by": "llama-1"}},
     )
 
 
@@ -109,6 +111,8 @@ def test_summary_sums_engine_tokens_in_wall_time() -> None:
     assert row["backends"]["llama-2"]["evaluated_prompt_tokens"] == 100
     assert row["followups"] == row["followups_with_history_cached"] == 1
     assert row["notes"] == [] and len(row["per_request"]) == 2
+    decisions = [r["decision"] for r in row["per_request"]]
+    assert decisions == [{"served_by": "llama-1"}, None]  # each request's, where it had one
 
 
 def test_summary_notes_counters_that_disagree_or_are_missing() -> None:
@@ -158,15 +162,17 @@ def test_gateway_config_is_the_profile_over_llama_cpp_replicas(tmp_path: Path) -
         Replica(name=f"llama-{i}", port=9000 + i, pid=1, n_ctx=2048, log_path=tmp_path / "log")
         for i in (1, 2)
     ]
-    engines = EngineSettings(tmp_path / "m.gguf", "m", cache_ram_mib=64, kv_bytes_per_token=MIB)
+    model = gguf(tmp_path / "m.gguf", SMOL_LIKE)  # 23,040 KV bytes per token
+    engines = EngineSettings(model, "m", cache_ram_mib=64)
     settings = RunSettings(_trace(tmp_path), engines, 0.25, 2, "default", 60.0, False, tmp_path)
     config = gateway_config(PROFILES["cache-aware"], replicas, settings, port=8123)
     parsed = parse_config(config, source="test")
     assert [b.kind for b in parsed.backends] == ["llama-cpp", "llama-cpp"]
-    assert [b.cache.capacity_tokens for b in parsed.backends] == [2048 + 64] * 2
+    assert [b.cache.capacity_tokens for b in parsed.backends] == [2048 + 2912] * 2
+    assert all(b.probes is not None and not b.probes.enabled for b in parsed.backends)
     assert config["routes"][0]["backends"] == ["llama-1", "llama-2"]
     assert config["profiles"][0]["plugins"] == PROFILES["cache-aware"].plugins
-    slots_only = EngineSettings(tmp_path / "m.gguf", "m", kv_bytes_per_token=0)
+    slots_only = EngineSettings(model, "m", slots_only=True)
     assert slots_only.capacity_tokens == 2048
 
 

@@ -13,9 +13,17 @@ from gateway.engines.config_writer import write_config
 from gateway.engines.state import Replica
 
 
-def replica(name: str, port: int, *, n_ctx: int = 2048, parallel: int = 1) -> Replica:
+def replica(
+    name: str, port: int, *, n_ctx: int = 2048, parallel: int = 1, host_cache: int = 0
+) -> Replica:
     return Replica(
-        name=name, port=port, pid=4242, n_ctx=n_ctx, parallel=parallel, log_path=Path("x.log")
+        name=name,
+        port=port,
+        pid=4242,
+        n_ctx=n_ctx,
+        parallel=parallel,
+        host_cache_tokens=host_cache,
+        log_path=Path("x.log"),
     )
 
 
@@ -36,6 +44,26 @@ def test_the_config_loads_with_the_gateways_loader(tmp_path: Path) -> None:
     assert (second.context_window_tokens, second.max_concurrency) == (1024, 2)
     assert second.models == ["smol"]
     assert second.scrapes_metrics
+
+
+def test_the_cache_declared_is_the_slots_then_the_host_memory_cache(tmp_path: Path) -> None:
+    replicas = [replica("a", 1, host_cache=2912), replica("b", 2, n_ctx=1024, parallel=2)]
+
+    config = write_config(tmp_path / "engines.yaml", replicas, "smol")
+
+    assert config.backend("a").cache.capacity_tokens == 2048 + 2912
+    assert config.backend("b").cache.capacity_tokens == 2 * 1024
+
+
+def test_probes_run_a_needle_that_fits_the_window_and_no_tool_call(tmp_path: Path) -> None:
+    config = write_config(tmp_path / "engines.yaml", [replica("a", 1, n_ctx=1024)], "smol")
+
+    probes = config.backend("a").probes
+    assert probes is not None
+    assert probes.enabled and probes.canary and probes.needle
+    assert not probes.tool_call
+    assert 512 < probes.needle_tokens < 1024
+    assert probes.interval_s > 300  # a CPU slot is not taken every 5 minutes
 
 
 def test_three_routes_over_every_replica(tmp_path: Path) -> None:
