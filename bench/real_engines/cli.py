@@ -21,7 +21,8 @@ from gateway.engines import EngineError, ReplicaOptions, ensure_model
 from gateway.engines.install import ensure_xllamacpp
 
 from .report import render_report, write_json
-from .runner import EngineSettings, RunSettings, run_policy
+from .rounds import pool, pooled_requests, round_orders
+from .runner import EngineSettings, PolicyRun, RunSettings, run_policy
 from .summary import add_ratios, failed_row, summarise
 
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware")
@@ -39,6 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--policies",
         default=",".join(DEFAULT_POLICIES),
         help=f"comma-separated: {', '.join(PROFILES)} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=positive(int),
+        default=1,
+        help="run every policy this many times, the order reversed each round, and pool "
+        "each policy's rounds (evens out the machine's load drifting between policies)",
     )
     parser.add_argument("--time-scale", type=positive(float), default=DEFAULT_TIME_SCALE)
     parser.add_argument("--concurrency", type=positive(int), default=2, help="in flight at most")
@@ -102,6 +110,7 @@ def parameters(args: argparse.Namespace, trace: Trace, engines: EngineSettings) 
         "requests": len(trace.requests),
         "time_scale": args.time_scale,
         "concurrency": args.concurrency,
+        "rounds": args.rounds,
         "replicas": engines.replicas,
         "model_file": engines.model_path.name,
         "ctx_size": engines.ctx_size,
@@ -129,15 +138,27 @@ def _engines(args: argparse.Namespace) -> EngineSettings:
     )
 
 
-def _run_all(names: list[str], settings: RunSettings) -> list[dict[str, Any]]:
-    rows = []
-    for name in names:
-        measured = run_policy(name, PROFILES[name], settings)
-        rows.append(
-            failed_row(name, measured)
-            if isinstance(measured, str)
-            else summarise(name, measured, settings.trace.requests)
-        )
+def _run_all(names: list[str], settings: RunSettings, rounds: int) -> list[dict[str, Any]]:
+    """Every policy in each round (the order alternates), then one pooled row per policy;
+    a policy that fails in any round is a row with that round's error."""
+    runs: dict[str, list[PolicyRun]] = {name: [] for name in names}
+    errors: dict[str, str] = {}
+    for order in round_orders(names, rounds):
+        for name in order:
+            if name in errors:
+                continue
+            measured = run_policy(name, PROFILES[name], settings)
+            if isinstance(measured, str):
+                errors[name] = measured
+            else:
+                runs[name].append(measured)
+    requests = pooled_requests(settings.trace.requests, rounds)
+    rows = [
+        failed_row(name, errors[name])
+        if name in errors
+        else summarise(name, pool(runs[name]), requests)
+        for name in names
+    ]
     add_ratios(rows)
     return rows
 
@@ -172,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             workdir=workdir,
         )
-        rows = _run_all(names, settings)
+        rows = _run_all(names, settings, args.rounds)
     print(render_report(rows, params))
     if args.json:
         write_json(args.json, rows, params)

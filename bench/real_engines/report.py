@@ -87,9 +87,15 @@ def parameter_line(p: dict[str, Any]) -> str:
         f"{p['time_scale']:g}, at most {p['concurrency']} in flight; {p['replicas']} llama.cpp "
         f"replicas (xllamacpp {p['engine_version']}) of {p['model_file']}, 1 thread, 1 slot of "
         f"{p['ctx_size']:,} tokens, cache_ram {p['cache_ram_mib']} MiB each (the gateway is "
-        f"told {p['gateway_capacity_tokens']:,} tokens), restarted for every policy; "
-        f"CPU {p['cpu']} x {p['cpus']}"
+        f"told {p['gateway_capacity_tokens']:,} tokens), restarted for every policy"
+        f"{_rounds(p.get('rounds', 1))}; CPU {p['cpu']} x {p['cpus']}"
     )
+
+
+def _rounds(rounds: int) -> str:
+    if rounds <= 1:
+        return ""
+    return f"; {rounds} rounds, the order reversed each round, each policy's rounds pooled"
 
 
 def _replicas(backends: dict[str, dict[str, Any]]) -> str:

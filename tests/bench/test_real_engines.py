@@ -4,6 +4,7 @@ measures and ratios, the report, the gateway config per policy, the concurrency 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from bench.real_engines.engine_counters import delta, parse_counters, summed
 from bench.real_engines.report import render_report
+from bench.real_engines.rounds import pool, pooled_requests, round_orders
 from bench.real_engines.runner import (
     CappedTransport,
     EngineSettings,
@@ -192,3 +194,39 @@ async def test_capped_transport_keeps_at_most_n_in_flight() -> None:
     fake = TraceRequest(index=0, line=1, id="a", model="m", messages=(), max_tokens=1)
     await asyncio.gather(*(capped.send(fake) for _ in range(7)))
     assert most == 2
+
+
+def test_rounds_alternate_the_order_of_the_policies() -> None:
+    assert round_orders(["a", "b", "c"], 3) == [["a", "b", "c"], ["c", "b", "a"], ["a", "b", "c"]]
+
+
+def test_pooled_rounds_read_as_one_longer_replay() -> None:
+    first = _policy_run(100.0)
+    later = _policy_run(50.0)
+    shifted = dataclasses.replace(later.run, started_at=100.0, finished_at=102.0)
+    moved = [dataclasses.replace(r, sent_at=100.0, done_at=102.0, first_token_at=100.5)
+             for r in shifted.results]  # fmt: skip
+    second = dataclasses.replace(later, run=dataclasses.replace(shifted, results=tuple(moved)))
+
+    pooled = pool([first, second])
+
+    ids = [r.request_id for r in pooled.run.results]
+    assert ids == ["r1", "r2", "r1@1", "r2@1"]
+    # The second round starts where the first ended (its requests took 2 s).
+    assert [r.sent_at for r in pooled.run.results] == [10.0, 10.0, 12.0, 12.0]
+    assert pooled.run.results[2].first_token_at == 12.5
+    llama_1 = pooled.counters["llama-1"]
+    assert llama_1 is not None and llama_1["llamacpp:prompt_tokens_total"] == 150.0
+    requests = pooled_requests(_requests(), 2)
+    assert [(r.id, r.parent) for r in requests] == [
+        ("r1", None), ("r2", "r1"), ("r1@1", None), ("r2@1", "r1@1"),
+    ]  # fmt: skip
+    row = summarise("cache-aware", pooled, requests)
+    assert row["requests"] == 4
+    assert (row["followups"], row["followups_with_history_cached"]) == (2, 2)
+
+
+def test_a_round_without_metrics_leaves_the_pooled_counters_unknown() -> None:
+    pooled = pool([_policy_run(100.0), _policy_run(None)])
+
+    assert pooled.counters == {"llama-1": None, "llama-2": None}
