@@ -27,8 +27,10 @@ PROBE_INTERVAL_S = 900.0
 """A probe cycle per replica every 15 minutes: the needle's cold prefill of most of the window
 takes a CPU replica's slot for seconds, so it runs less often than the default 5 minutes."""
 NEEDLE_SHARE = 15 / 16
-"""The needle fills this share of the window; the rest is the template, question and answer
-(calibrated: a 2,000-word needle fits SmolLM2's 2,048 tokens, docs/quality.md)."""
+"""`needle_tokens` as a share of the window. The prober counts 4 characters a token, and its
+filler words are about one token each, so the needle takes ~0.6 of the window in real
+tokens (SmolLM2: `needle_tokens` 2,000 is ~1,210 tokens; docs/quality.md): room to spare
+for a tokenizer that splits the filler more finely."""
 FIRST_TOKEN_S = 120.0
 """A CPU prefill of a whole window, behind another request in the one slot, is slow."""
 
