@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -65,6 +66,38 @@ def descendants(pid: int) -> list[int]:
         found.extend(children)
         frontier.extend(children)
     return found
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on 127.0.0.1:`port` or on every address (Linux /proc/net)."""
+    wanted = {f"0100007F:{port:04X}", f"00000000:{port:04X}"}
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                ipv6_any = local == f"{'0' * 32}:{port:04X}"
+                if state == "0A" and (local in wanted or ipv6_any):  # 0A: LISTEN
+                    inodes.add(inode)
+    return inodes
+
+
+def owns_port(pid: int, port: int) -> bool | None:
+    """Whether `pid` or one of its descendants holds the socket listening on `port`: a
+    server whose port was taken in the moment between `free_port` and its bind must not
+    mistake the other server for itself. None where /proc cannot tell (not Linux)."""
+    if not Path("/proc/net/tcp").exists():
+        return None
+    inodes = _listening_inodes(port)
+    for owner in (pid, *descendants(pid)):
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{owner}/fd"):
+                with contextlib.suppress(OSError):
+                    link = os.readlink(f"/proc/{owner}/fd/{fd}")
+                    if link.startswith("socket:[") and link[8:-1] in inodes:
+                        return True
+    return False
 
 
 def _cpu_ticks(pid: int) -> tuple[int, int]:
@@ -147,7 +180,13 @@ class Server:
                     f"{self.name} exited with {self._popen.returncode}; {self._tail()}"
                 )
             if http_get_ok(url):
-                return
+                port = urllib.parse.urlsplit(url).port
+                if port is None or owns_port(self.pid, port) is not False:
+                    return
+                raise StartError(
+                    f"{self.name}: another process answers on port {port} (taken between "
+                    f"choosing it and binding it); {self._tail()}"
+                )
             time.sleep(0.1)
         raise StartError(f"{self.name} not ready after {timeout_s:.0f} s; {self._tail()}")
 
