@@ -140,8 +140,30 @@ def _request_row(
         "ttft_ms": None if ttft is None else round(ttft, 1),
         "completion_tokens": result.completion_tokens,
         "error": result.error,
-        "decision": decisions.get(result.decision_id or ""),
+        "decision": _decision_row(decisions.get(result.decision_id or "")),
     }
+
+
+def _decision_row(record: Any) -> dict[str, Any] | None:
+    """What the decision weighed: each candidate's total, and each scorer's score and reason."""
+    if not isinstance(record, dict):
+        return None
+    candidates = []
+    for candidate in record.get("candidates") or []:
+        scores = candidate.get("scores") or {}
+        candidates.append(
+            {
+                "backend": candidate.get("backend"),
+                "total": candidate.get("total"),
+                "scores": {
+                    name: [score.get("score"), score.get("reason")]
+                    for name, score in scores.items()
+                    if isinstance(score, dict)
+                },
+                "dropped_by": candidate.get("dropped_by"),
+            }
+        )
+    return {"chosen": record.get("chosen"), "candidates": candidates}
 
 
 def _notes(row: dict[str, Any]) -> list[str]:

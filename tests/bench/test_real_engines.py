@@ -89,7 +89,21 @@ def _policy_run(metrics_tokens: float | None) -> PolicyRun:
             "llama-1": None if counters is None else {**counters, **seconds},
             "llama-2": None if counters is None else {**counters, **seconds},
         },
-        {"d1": {"served_by": "llama-1"}},
+        {
+            "d1": {
+                "chosen": "llama-1",
+                "total_us": 120.0,
+                "candidates": [
+                    {
+                        "backend": "llama-1",
+                        "total": 0.9,
+                        "scores": {"kv-cost": {"score": 1.0, "reason": "400 cached"}},
+                        "verdicts": {"healthy-filter": {"keep": True}},
+                        "dropped_by": None,
+                    }
+                ],
+            }
+        },
     )
 
 
@@ -114,7 +128,21 @@ def test_summary_sums_engine_tokens_in_wall_time() -> None:
     assert row["followups"] == row["followups_with_history_cached"] == 1
     assert row["notes"] == [] and len(row["per_request"]) == 2
     decisions = [r["decision"] for r in row["per_request"]]
-    assert decisions == [{"served_by": "llama-1"}, None]  # each request's, where it had one
+    # Each request's decision where it had one, cut to what was weighed.
+    assert decisions == [
+        {
+            "chosen": "llama-1",
+            "candidates": [
+                {
+                    "backend": "llama-1",
+                    "total": 0.9,
+                    "scores": {"kv-cost": [1.0, "400 cached"]},
+                    "dropped_by": None,
+                }
+            ],
+        },
+        None,
+    ]
 
 
 def test_summary_notes_counters_that_disagree_or_are_missing() -> None:
