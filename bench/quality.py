@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.quality                       # every scenario, ~2 minutes
     .venv/bin/python -m bench.quality --scenarios loops --twin-requests 500
+    .venv/bin/python -m bench.quality --fleet --seeds 11-20   # four backends, two faulty
 
 Prints a Markdown table (the one in docs/quality.md) and, with `--json FILE`, writes it.
 """
@@ -162,6 +163,12 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--fleet" in argv:  # several faulty backends at once, idle or loaded (quality_fleet.py)
+        from bench.quality_fleet import main as fleet_main
+
+        argv.remove("--fleet")
+        return fleet_main(argv)
     parser = argparse.ArgumentParser(prog="switchyard bench quality", description=__doc__)
     parser.add_argument("--scenarios", default=",".join(s.name for s in SCENARIOS))
     defaults = RunLimits()

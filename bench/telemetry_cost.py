@@ -30,6 +30,7 @@ from gateway.store import StoreWriter
 from gateway.store.config import StoreConfig
 from gateway.telemetry.record import RequestRecord
 from gateway.telemetry.store_sink import StoreSink
+from policies.prices import NO_PRICES
 
 PG_SERVER = os.environ.get("SWITCHYARD_BENCH_PG", "postgresql://root@127.0.0.1:5432/test")
 """A PostgreSQL server and a database to connect to; the bench writes to a database of
@@ -143,8 +144,8 @@ def sink_costs(gateway_records: list[RequestRecord], folder: Path) -> dict[str, 
     access.addHandler(devnull)
     sinks: list[Any] = [
         GatewayMetrics(),
-        DashboardSeries(TelemetryConfig(), {}, {}),
-        StoreSink(writer, {}, {}),
+        DashboardSeries(TelemetryConfig(), NO_PRICES, {}),
+        StoreSink(writer, {}, NO_PRICES),
         AccessLog(),
     ]
     out: dict[str, float] = {}
@@ -230,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             "telemetry thread, per record: "
             + ", ".join(f"{k} {v:.1f} us" for k, v in costs.items())
         )
-        rows = [StoreSink(StoreWriter(StoreConfig(), "sqlite+aiosqlite://"), {}, {}).row(r)
+        rows = [StoreSink(StoreWriter(StoreConfig(), "sqlite+aiosqlite://"), {}, NO_PRICES).row(r)
                 for r in keep.records]  # fmt: skip
         rows = (rows * (store_rows // max(1, len(rows)) + 1))[:store_rows]
         sqlite = f"sqlite+aiosqlite:///{folder / 'rate.db'}"

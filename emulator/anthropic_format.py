@@ -6,8 +6,10 @@ messages; tools as functions with their input schemas. ``thinking`` asks for thi
 before the answer: ``min(budget_tokens, max_tokens // 2)`` tokens of it, and the answer
 gets the rest of ``max_tokens``. The answer is a ``message`` of thinking, text or tool_use blocks,
 whole or as Anthropic's stream of events. In its usage, ``input_tokens`` are the prompt
-tokens the KV cache did not hold and ``cache_read_input_tokens`` those it did; the
-engine's cache fills itself, so nothing counts as a cache write.
+tokens no cache held and ``cache_read_input_tokens`` those one did: the batched engine's
+KV cache (which fills itself: no writes), or an explicit provider prompt cache
+(``prompt_cache``), which writes only up to the blocks marked ``cache_control`` and
+reports those writes as ``cache_creation_input_tokens``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from emulator.anthropic_cache import cache_pieces
 from emulator.api_format import (
     JSON_HEADERS,
     EngineCall,
@@ -94,7 +97,8 @@ class AnthropicFormat:
             **_chat_tools(body.get("tools"), body.get("tool_choice")),
         }
         generation = replace(parse_chat(prompt), thinking_tokens=thinking)
-        return EngineCall(generation, prompt, AnthropicAnswer(generation.model))
+        writer = AnthropicAnswer(generation.model)
+        return EngineCall(generation, prompt, writer, cache_pieces=cache_pieces(body))
 
     def error(self, failure: Failure) -> ErrorReply:
         error_type = _ERROR_TYPES.get(failure.status)
@@ -256,8 +260,8 @@ def _stop(choice: ChoiceOutput) -> Json:
 def _usage(usage: Json) -> Json:
     counts = TokenCounts.of(usage)
     return {
-        "input_tokens": counts.prompt - counts.cached,
-        "cache_creation_input_tokens": 0,
+        "input_tokens": counts.prompt - counts.cached - counts.written,
+        "cache_creation_input_tokens": counts.written,
         "cache_read_input_tokens": counts.cached,
         "output_tokens": counts.completion,
     }

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from emulator.generation import ChoiceOutput
+from emulator.provider_cache import CachePiece
 from emulator.rate_limits import RateState
 from emulator.request_parsing import BadRequest, GenerationRequest
 from emulator.stream_events import StepEvent, UsageSource
@@ -62,11 +63,16 @@ class TokenCounts:
     prompt: int
     completion: int
     cached: int
+    written: int = 0
+    """Written to a provider prompt cache (explicit caching bills them apart)."""
 
     @classmethod
     def of(cls, usage: Json) -> TokenCounts:
         details = usage.get("prompt_tokens_details") or {}
-        return cls(usage["prompt_tokens"], usage["completion_tokens"], details["cached_tokens"])
+        written = details.get("cache_write_tokens", 0)
+        return cls(
+            usage["prompt_tokens"], usage["completion_tokens"], details["cached_tokens"], written
+        )
 
 
 class AnswerWriter(Protocol):
@@ -93,6 +99,9 @@ class EngineCall:
     prompt: Json
     writer: AnswerWriter
     chat: bool = True  # False: a text completion's prompts
+    cache_pieces: tuple[CachePiece, ...] = ()
+    """The prompt's content blocks with their cache breakpoints, for a provider prompt
+    cache with explicit semantics (Anthropic's format fills it when a block is marked)."""
 
     @property
     def requested_tokens(self) -> int:

@@ -55,6 +55,12 @@ _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--error-burst-rate", "error_burst_rate", float),
     ("--error-burst-length", "error_burst_length", int),
     ("--error-burst-status", "error_burst_status", int),
+    ("--stall-mid-stream-after-chunks", "stall_mid_stream_after_chunks", int),
+    ("--stall-mid-stream-s", "stall_mid_stream_s", float),
+    ("--omit-done", "omit_done", bool),
+    ("--malformed-body", "malformed_body", bool),
+    ("--flap-requests", "flap_requests", int),
+    ("--flap-status", "flap_status", int),
 ]
 _CHOICES = {"cost_model": ("linear", "batched")}
 

@@ -26,6 +26,7 @@ class FaultCounters:
     cut_streams: int = 0
     truncated_prompts: int = 0
     substituted: int = 0
+    flap_failures: int = 0
 
     def as_stats(self) -> dict[str, int]:
         """Flat numbers for ``GET /emulator/stats``, each prefixed ``injected_``."""
@@ -50,24 +51,30 @@ class FaultInjector:
         self._faults = faults
         self._rng = random.Random(faults.seed)
         self._burst_left = 0
+        self._flap_seen = 0
 
     @property
     def faults(self) -> Faults:
         return self._faults
 
     def replace(self, faults: Faults) -> None:
-        """New faults: the generator is re-seeded and a burst in progress ends."""
+        """New faults: the generator is re-seeded, a burst in progress ends, a flap starts over."""
         self._faults = faults
         self._rng = random.Random(faults.seed)
         self._burst_left = 0
+        self._flap_seen = 0
 
     def take_failure(self) -> int | None:
-        """Status to fail the next inference request with: ``fail_status``, else a burst."""
+        """Status to fail the next inference request with: ``fail_status``, else a flap's
+        down phase, else a burst."""
         faults = self._faults
         if faults.fail_status is not None and faults.fail_count != 0:
             if faults.fail_count > 0:
                 faults.fail_count -= 1
             return faults.fail_status
+        if self._flap_down():
+            self.counters.flap_failures += 1
+            return faults.flap_status
         if self._burst_left == 0:
             if not self._fires(faults.error_burst_rate):
                 return None
@@ -76,6 +83,14 @@ class FaultInjector:
         self._burst_left -= 1
         self.counters.burst_failures += 1
         return faults.error_burst_status
+
+    def _flap_down(self) -> bool:
+        """Whether this request falls in a flap's down phase (counting it either way)."""
+        period = self._faults.flap_requests
+        if period is None:
+            return False
+        seen, self._flap_seen = self._flap_seen, self._flap_seen + 1
+        return (seen // period) % 2 == 0
 
     def latency_spike_s(self, time_scale: float) -> float:
         """Extra wait before the first byte of this response, already scaled."""

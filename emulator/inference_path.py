@@ -71,7 +71,7 @@ class InferencePath:
             prompt = _visible_prompt(runtime, call)
             faults = runtime.injector.roll(call.generation)
             choices = generate_choices(call.generation, _style(prompt, faults))
-            timeline = plan_timeline(runtime, prompt, choices)
+            timeline = plan_timeline(runtime, prompt, choices, call.cache_pieces)
         except BadRequest as exc:
             return self._error(api, Failure.of(exc), rate)
         spike_s = self._latency_spike_s()
@@ -79,9 +79,11 @@ class InferencePath:
         if call.generation.sampling.stream:
             return self._stream(call, choices, timeline, faults, spike_s, headers)
         writer, usage = call.writer, timeline.usage
+        malformed = self._runtime.faults.malformed_body
 
         def rendered() -> bytes:
-            return writer.body(choices, usage())
+            body = writer.body(choices, usage())
+            return body[: len(body) // 2] if malformed else body
 
         due = timeline.last_offset(choices)
         return self._json(rendered, due, headers, timeline.pacer, spike_s)
@@ -149,27 +151,34 @@ class InferencePath:
     ) -> TimedResponse:
         events = call.writer.events(choices, timeline.usage)
         events, complete, ok = self._stream_faults(events, call, faults.cut_after_chunks)
+        settings = self._runtime.faults
+        pause = None
+        if settings.stall_mid_stream_after_chunks is not None:
+            pause = (settings.stall_mid_stream_after_chunks, settings.stall_mid_stream_s)
         return TimedResponse(
             status=200,
             headers=SSE_HEADERS + headers,
             events=[(timeline.offset(index), data) for index, data in events],
             stats=self._runtime.stats,
-            stall_s=self._runtime.faults.stall_before_first_byte_s + spike_s,
+            stall_s=settings.stall_before_first_byte_s + spike_s,
             headers_first=True,
             complete=complete,
             ok=ok,
             pacer=timeline.pacer,
+            pause=pause,
         )
 
     def _stream_faults(
         self, events: list[StepEvent], call: EngineCall, cut_after_chunks: int | None
     ) -> tuple[list[StepEvent], bool, bool]:
-        """Apply cut / error-event faults: (events, body complete, request ok)."""
+        """Apply cut / error-event / missing-end faults: (events, body complete, request ok)."""
         error_after = self._runtime.faults.error_event_after_chunks
         # The last event ends the stream; a faulty stream never reaches it.
         chunks = len(events) - 1
         if cut_after_chunks is not None:
             return events[: min(cut_after_chunks, chunks)], False, False
+        if self._runtime.faults.omit_done:
+            return events[:chunks], True, False
         if error_after is not None:
             kept = events[: min(error_after, chunks)]
             step = kept[-1][0] if kept else 0

@@ -8,6 +8,7 @@ from emulator.fault_injection import FaultInjector
 from emulator.kv_cache import KVCache
 from emulator.metrics import EngineCounters, EngineSnapshot
 from emulator.prompt_blocks import PromptHasher
+from emulator.provider_cache import ProviderPromptCache
 from emulator.rate_limits import RateLimiter
 from emulator.scheduler import BatchParams, BatchScheduler, StepClock
 from emulator.settings import EmulatorSettings, Faults
@@ -59,6 +60,8 @@ class EmulatorRuntime:
         self.limiter = RateLimiter(
             settings.rate_limit_requests_per_minute, settings.rate_limit_tokens_per_minute
         )
+        cache = settings.prompt_cache
+        self.prompt_cache = ProviderPromptCache(cache) if cache is not None else None
         self.engine: BatchedEngine | None = None
         if settings.cost_model == "batched":
             self.engine = BatchedEngine(settings, self.counters, clock)

@@ -7,6 +7,8 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from emulator.provider_cache import PromptCacheOptions
+
 Rate = Annotated[float, Field(ge=0, le=1)]
 
 
@@ -39,6 +41,27 @@ class Faults(BaseModel):
     error_event_after_chunks: int | None = Field(
         None, ge=0, description="Streams: after this many data chunks send an error event, end."
     )
+    stall_mid_stream_after_chunks: int | None = Field(
+        None, ge=1, description="Streams: after this many data chunks, wait stall_mid_stream_s."
+    )
+    stall_mid_stream_s: float = Field(
+        0.0, ge=0, description="Length of the mid-stream stall (not scaled), then the rest."
+    )
+    omit_done: bool = Field(
+        False,
+        description="Streams: end cleanly without the event that closes the stream "
+        "(OpenAI's [DONE], Anthropic's message_stop, Gemini's last chunk).",
+    )
+    malformed_body: bool = Field(
+        False, description="Whole answers: a 200 whose JSON body is cut in half."
+    )
+    flap_requests: int | None = Field(
+        None,
+        ge=1,
+        description="Flap: this many requests fail with flap_status, then this many are "
+        "served, and so on, starting with failures.",
+    )
+    flap_status: int = Field(503, ge=400, le=599, description="Status of a flap's failures.")
     seed: int | None = Field(
         None, description="Seeds the random draws of the rates; unset: unseeded."
     )
@@ -133,6 +156,11 @@ class EmulatorOptions(BaseModel):
         ge=1,
         description="Inference requests admitted per minute (a bucket refilled continuously); "
         "beyond it: 429 with Retry-After. Null: no limit.",
+    )
+    prompt_cache: PromptCacheOptions | None = Field(
+        None,
+        description="Linear: a cloud provider's prompt cache (provider_cache.py), automatic "
+        "(OpenAI, DeepSeek) or explicit (Anthropic's cache_control); null: none.",
     )
     rate_limit_tokens_per_minute: int | None = Field(
         None,

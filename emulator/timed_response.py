@@ -21,7 +21,8 @@ class TimedResponse:
     Events already due go out in one write. A body sent whole in one write gets a
     content-length. A client that disconnects cancels the delivery and counts as
     ``cancelled``. When ``complete`` is false the body is left unfinished, which makes
-    the server drop the connection: that is how a stream is cut abruptly.
+    the server drop the connection: that is how a stream is cut abruptly. ``pause``
+    (events sent, seconds) stalls the delivery once, after that many events.
     """
 
     def __init__(
@@ -36,6 +37,7 @@ class TimedResponse:
         complete: bool = True,
         ok: bool = True,
         pacer: Pacer | None = None,
+        pause: tuple[int, float] | None = None,
     ) -> None:
         self._status = status
         self._headers = headers
@@ -46,6 +48,7 @@ class TimedResponse:
         self._headers_first = headers_first
         self._complete = complete
         self._ok = ok and complete and status < 400
+        self._pause = pause
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         stats = self._stats
@@ -70,7 +73,9 @@ class TimedResponse:
 
     def _waits(self) -> bool:
         events = self._events
-        return self._stall_s > 0 or (bool(events) and self._pacer.may_wait(events[-1][0]))
+        if self._stall_s > 0 or self._pause is not None:
+            return True
+        return bool(events) and self._pacer.may_wait(events[-1][0])
 
     async def _deliver_watched(self, receive: Receive, send: Send) -> bool:
         """Deliver unless the client leaves first; False when it left."""
@@ -100,6 +105,9 @@ class TimedResponse:
         while first < count:
             await pacer.wait_until(events[first][0])
             end = _due_until(events, first, pacer.reached())
+            pause_at, pause_s = self._pause or (0, 0.0)
+            if first < pause_at < end:
+                end = pause_at
             body = b"".join(_render(event[1]) for event in events[first:end])
             final = end == count and self._complete
             if not headers_sent:
@@ -107,6 +115,8 @@ class TimedResponse:
                 headers_sent = True
             await send({"type": "http.response.body", "body": body, "more_body": not final})
             first = end
+            if end == pause_at:
+                await asyncio.sleep(pause_s)
         if not headers_sent:
             await send(self._response_start(None))
         if count == 0 and self._complete:

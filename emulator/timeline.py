@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from emulator.context_window import VisiblePrompt
 from emulator.generation import ChoiceOutput
 from emulator.pacing import LinearPacer, Pacer, SequencePacer
+from emulator.provider_cache import CachePiece, CacheUse, ProviderPromptCache
 from emulator.request_parsing import BadRequest
 from emulator.runtime_state import BatchedEngine, EmulatorRuntime
 from emulator.scheduler import EngineSequence
@@ -33,31 +34,50 @@ class Timeline:
 
 
 def plan_timeline(
-    runtime: EmulatorRuntime, prompt: VisiblePrompt, choices: list[ChoiceOutput]
+    runtime: EmulatorRuntime,
+    prompt: VisiblePrompt,
+    choices: list[ChoiceOutput],
+    cache_pieces: tuple[CachePiece, ...] = (),
 ) -> Timeline:
     """Raises BadRequest when a batched engine could never hold the request.
 
-    Both cost models, and usage, see the prompt after any truncation.
+    Both cost models, and usage, see the prompt after any truncation. A linear engine
+    with a provider prompt cache reads and writes it (explicit caching: `cache_pieces`,
+    the request's blocks and breakpoints; automatic: the rendered prompt); the tokens
+    read are not prefilled again.
     """
     completion_tokens = sum(choice.completion_tokens for choice in choices)
     if runtime.engine is not None:
         timeline = _batched(runtime.engine, prompt, choices, completion_tokens)
         truncated = prompt.render_truncated()
     else:
-        timeline = _linear(runtime, prompt, completion_tokens)
+        use = _cache_use(runtime.prompt_cache, prompt, cache_pieces)
+        timeline = _linear(runtime, prompt, completion_tokens, use)
         truncated = prompt.estimate_truncated()
     runtime.injector.counters.truncated_prompts += truncated
     return timeline
 
 
-def _linear(runtime: EmulatorRuntime, prompt: VisiblePrompt, completion_tokens: int) -> Timeline:
+def _cache_use(
+    cache: ProviderPromptCache | None, prompt: VisiblePrompt, pieces: tuple[CachePiece, ...]
+) -> CacheUse:
+    if cache is None:
+        return CacheUse()
+    if cache.options.semantics == "automatic":
+        pieces = tuple(CachePiece(part) for part in prompt.parts())
+    return cache.use(prompt.generation.model, pieces, prompt.estimated_tokens())
+
+
+def _linear(
+    runtime: EmulatorRuntime, prompt: VisiblePrompt, completion_tokens: int, cache: CacheUse
+) -> Timeline:
     prompt_tokens = prompt.estimated_tokens()
     runtime.counters.prompt_tokens += prompt_tokens
     runtime.counters.generation_tokens += completion_tokens
-    fixed = usage(prompt_tokens, completion_tokens)
+    fixed = usage(prompt_tokens, completion_tokens, cache.read, cache.written)
     return Timeline(
         pacer=LinearPacer(),
-        first=runtime.timing.first_token_delay_s(prompt_tokens),
+        first=runtime.timing.first_token_delay_s(prompt_tokens - cache.read),
         step=runtime.timing.token_delay_s(),
         usage=lambda: fixed,
     )

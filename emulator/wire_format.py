@@ -45,12 +45,19 @@ class ResponseMeta:
         }
 
 
-def usage(prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0) -> Json:
+def usage(
+    prompt_tokens: int, completion_tokens: int, cached_tokens: int = 0, written_tokens: int = 0
+) -> Json:
+    """OpenAI's usage; `written_tokens` (a prompt cache's writes, which OpenAI does not
+    report) appear as `cache_write_tokens` only when there are any."""
+    details: Json = {"cached_tokens": cached_tokens}
+    if written_tokens:
+        details["cache_write_tokens"] = written_tokens
     return {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
-        "prompt_tokens_details": {"cached_tokens": cached_tokens},
+        "prompt_tokens_details": details,
     }
 
 

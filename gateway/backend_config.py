@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from emulator.settings import EmulatorOptions
+from gateway.cache_config import CacheConfig
 from gateway.placement import PlacementTag
+from gateway.prefix.cache_semantics import CacheRules
 from gateway.quality.config import ProbeConfig
+from gateway.strict_config import StrictConfig as StrictConfig
 from gateway.telemetry.config import PricingConfig
+from policies.prices import PriceBook
 from providers.presets import KIND_PRESETS, with_preset_defaults
 from providers.settings import (
     DEFAULT_IDLE_KEEPALIVE_S,
@@ -32,36 +37,12 @@ _HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
 """Visible ASCII, spaces and tabs: no line break can end the header early."""
 
 
-class StrictConfig(BaseModel):
-    """Every config section: unknown keys are errors, values are frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
 class BackendTimeouts(StrictConfig):
     """A backend's own deadlines; an unset field inherits the top-level `timeouts`."""
 
     connect_s: float | None = Field(None, gt=0)
     first_token_s: float | None = Field(None, gt=0)
     between_chunks_s: float | None = Field(None, gt=0)
-
-
-class CacheConfig(StrictConfig):
-    """What the router assumes about a backend's prompt (KV) cache and speed."""
-
-    capacity_tokens: int = Field(
-        100_000, ge=0, description="KV cache size in tokens; 0 disables prefix tracking."
-    )
-    ttl_s: float = Field(
-        600.0, gt=0, description="How long an unused prefix is assumed to stay cached."
-    )
-    key: str | None = Field(
-        None, description="Backends with the same key share one cache (default: own cache)."
-    )
-    prefill_tokens_per_s: float = Field(
-        10_000.0, gt=0, description="Prior for uncached prefill speed; learned from traffic."
-    )
-    tpot_ms: float = Field(20.0, gt=0, description="Prior for time per output token.")
 
 
 ENGINE_KINDS: frozenset[str] = frozenset({"vllm", "sglang", "llama-cpp", "emulated"})
@@ -224,7 +205,13 @@ class BackendConfig(StrictConfig):
         None, description="This backend's quality probes; unset: `quality.probes`."
     )
     pricing: PricingConfig | None = Field(
-        None, description="Prices for the cost in records and metrics (unset: cost 0)."
+        None,
+        description="Prices of every model it serves, for the cost in records and metrics "
+        "and for cost-scorer (unset: free, or an amortised price the scorer assumes).",
+    )
+    model_pricing: dict[str, PricingConfig] = Field(
+        default_factory=dict,
+        description="Per upstream model (one of `models`): its prices here, instead of `pricing`.",
     )
     rate_limits: RateLimitsConfig = RateLimitsConfig()
 
@@ -254,7 +241,11 @@ class BackendConfig(StrictConfig):
     @model_validator(mode="after")
     def _check_address(self) -> BackendConfig:
         self._check_metrics()
+        for model in self.model_pricing:
+            if model not in self.models:
+                raise ValueError(f"model_pricing.{model}: not one of this backend's models")
         self._check_kind_fields()
+        self.cache_rules  # noqa: B018 - raises on keys its semantics refuse
         if self.emulator is not None and self.kind not in EMULATOR_KINDS:
             raise ValueError(
                 f"emulator: only for kinds emulated, anthropic and gemini, not {self.kind}"
@@ -305,6 +296,11 @@ class BackendConfig(StrictConfig):
         return self.kind == "emulated" or self.emulator is not None
 
     @property
+    def cache_rules(self) -> CacheRules:
+        """What the prefix index assumes of this backend's cache (`cache`, resolved)."""
+        return self.cache.rules(self.kind, self.preset_name, self.emulator)
+
+    @property
     def preset_name(self) -> PresetName | None:
         """The preset whose defaults fill this backend's unset settings, if any."""
         return self.preset or KIND_PRESETS.get(self.kind)
@@ -342,3 +338,11 @@ class BackendConfig(StrictConfig):
             health_url=self.health_url,
         )
         return with_preset_defaults(settings)
+
+
+def price_book(backends: Sequence[BackendConfig]) -> PriceBook:
+    """Every backend's prices, and each model's own where `model_pricing` gives one."""
+    return PriceBook(
+        by_backend={b.name: b.pricing for b in backends if b.pricing is not None},
+        by_model={(b.name, model): p for b in backends for model, p in b.model_pricing.items()},
+    )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging.config
+import math
 import sys
 from collections.abc import Sequence
 from importlib import resources
@@ -18,6 +20,8 @@ from gateway.telemetry.config import AccessLogMode
 from gateway.terminal import banner, logging_config, serve_logging_config
 
 EMBEDDED_CONFIG = "embedded.yaml"
+RESILIENCE_BENCHES = ("hold", "soak", "kill-backend", "store-outage")
+"""Load and soak scenarios (bench/resilience/), one command each."""
 
 
 def embedded_config_path() -> Path:
@@ -34,7 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
     from gateway.http.app import create_app
     from gateway.store import resolve_url
     from gateway.tenancy.wiring import check_exposure, read_settings
-    from gateway.workers import prepare_metrics_dir, prepare_workers
+    from gateway.workers import prepare_metrics_dir, prepare_workers, serve_workers
 
     config = _with_access_log(_load(args.config), args.access_log)
     resolve_url(config.store)  # fail here, with a message, not in the lifespan
@@ -58,19 +62,25 @@ def _serve(args: argparse.Namespace) -> int:
     try:
         if args.workers > 1:
             prepare_workers(config, config_path)
-            uvicorn.run(
-                "gateway.workers:app_from_env", factory=True, workers=args.workers, **common
-            )
+            serve_workers(args.workers, common)
         else:
-            uvicorn.run(create_app(config), **common)
+            reload_from = functools.partial(_reread, config_path, args.access_log)
+            uvicorn.run(create_app(config, reload_from=reload_from, signals=True), **common)
     finally:
         cleanup()
     return 0
 
 
+def _reread(path: Path, mode: AccessLogMode | None) -> Config:
+    """The config file again, as `serve` runs it (a reload)."""
+    return _with_access_log(load_config(path), mode)
+
+
 def _uvicorn_options(
     args: argparse.Namespace, config: Config, host: str, port: int
 ) -> dict[str, Any]:
+    from gateway.runtime import CUT_GRACE_S
+
     return {
         "host": host,
         "port": port,
@@ -78,7 +88,9 @@ def _uvicorn_options(
         # The same set-up in every worker: quiet libraries, one line per request.
         "log_config": serve_logging_config(args.log_level, config.telemetry.access_log),
         "access_log": False,
-        "timeout_graceful_shutdown": 5,
+        # The drain (SIGTERM/SIGINT) runs first and leaves nothing open; this bounds the
+        # connections left when a signal comes before the drain is set up.
+        "timeout_graceful_shutdown": math.ceil(config.server.shutdown_drain_s + CUT_GRACE_S),
         "timeout_keep_alive": config.server.keep_alive_s,
     }
 
@@ -142,6 +154,10 @@ def _bench(args: argparse.Namespace) -> int:
         from bench.decision import main as decision_main
 
         return decision_main(rest)
+    if args.bench_name in RESILIENCE_BENCHES:
+        from bench.resilience.cli import main as resilience_main
+
+        return resilience_main([args.bench_name, *rest])
     from bench.overhead import main as overhead_main
 
     return overhead_main(rest)
@@ -265,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
         "every policy), overhead, decision, quality (faults), quality-real (probes "
         "calibrated on real llama.cpp replicas), real-engines (a chat trace through "
         "round-robin, least-load and cache-aware on real llama.cpp replicas) "
-        "or telemetry (what records, metrics and the store cost)",
+        "telemetry (what records, metrics and the store cost), "
+        "or hold, soak, kill-backend, store-outage (load and soak: docs/reliability.md)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
         "replay --help`.",
     )
@@ -280,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
             "quality-real",
             "real-engines",
             "telemetry",
+            *RESILIENCE_BENCHES,
         ],
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)

@@ -18,7 +18,7 @@ from gateway.route_config import SlaConfig as SlaConfig
 from gateway.route_config import route_problems
 from gateway.store.config import StoreConfig
 from gateway.telemetry.config import TelemetryConfig
-from gateway.tenancy.config import KeysConfig, LimitsConfig
+from gateway.tenancy.config import BudgetsConfig, KeysConfig, LimitsConfig, budget_problems
 from policies.config import PolicyConfig, ProfileConfig
 from policies.profiles import pipeline_problems
 
@@ -73,6 +73,13 @@ class ServerConfig(_Strict):
     allow_unauthenticated: bool = Field(
         False, description="Serve a non-loopback address without client keys (refused else)."
     )
+    shutdown_drain_s: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="On SIGTERM/SIGINT, requests in flight may finish for this long; streams "
+        "still open then end with an error event.",
+    )
 
 
 class StateConfig(_Strict):
@@ -96,11 +103,29 @@ class StateConfig(_Strict):
     load_ttl_s: float = Field(2.0, gt=0, description="A silent replica's load expires after it.")
     command_timeout_ms: float = Field(500.0, gt=0, description="Connect and command timeout.")
     reconnect_max_s: float = Field(5.0, gt=0, description="Cap on the reconnect back-off.")
+    share_health: bool = Field(
+        True, description="Share ejections, 429 cool-downs and probe results with peers."
+    )
+    share_quality: bool = Field(True, description="Share quality ejections and restores.")
+    prober_lease: bool = Field(
+        True, description="One replica of the namespace runs the active probes, by lease."
+    )
+    prober_lease_ttl_s: float = Field(
+        3.0, gt=0, le=600, description="A dead prober's lease passes on within about this."
+    )
+    peer_event_max_age_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="A peer's verdict older (or further ahead, clock skew) than this is ignored.",
+    )
 
     @model_validator(mode="after")
     def _check_ttl(self) -> StateConfig:
         if self.load_ttl_s * 1000 < 2 * self.publish_interval_ms:
             raise ValueError("load_ttl_s: must be at least twice publish_interval_ms")
+        if self.prober_lease_ttl_s * 1000 < 3 * self.publish_interval_ms:
+            raise ValueError("prober_lease_ttl_s: must be at least 3 publish_interval_ms")
         return self
 
 
@@ -121,12 +146,14 @@ class Config(_Strict):
     demo: DemoConfig = DemoConfig()
     keys: KeysConfig = KeysConfig()
     limits: LimitsConfig = LimitsConfig()
+    budgets: BudgetsConfig = BudgetsConfig()
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
         problems = reference_problems(self.backends, self.routes, self.policies, self.profiles)
         problems += demo_problems(self.routes, self.demo)
         problems += limit_problems(self.routes, self.limits)
+        problems += budget_problems({r.name: r.fallbacks for r in self.routes}, self.budgets)
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -223,6 +250,9 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
         problems += pipeline_problems(policies, profiles)
     problems += demo_problems(section("routes"), section("demo"))
     problems += limit_problems(section("routes"), section("limits"))
+    routes, budgets = section("routes"), section("budgets")
+    if routes is not None and budgets is not None:
+        problems += budget_problems({r.name: r.fallbacks for r in routes}, budgets)
     if problems:
         raise ConfigError(source, problems)
     return Config.model_validate(sections)

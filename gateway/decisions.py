@@ -52,6 +52,8 @@ class DecisionRecord:
     placement: Placement | None = None
     """The tags the request required on the first route, from which sources, and the
     members they excluded (None: not recorded, as in records made before routing)."""
+    cool_down_wait_ms: float = 0.0
+    """Time spent waiting for a route whose every backend was cooling down."""
     _rendered: bytes | None = None
 
     @property
@@ -110,6 +112,7 @@ class DecisionRecord:
             }
             for a in self.attempts
         ]
+        out["cool_down_wait_ms"] = round(self.cool_down_wait_ms, 3)
         out["status"] = self.status
         out["served_by"] = self.served_by
         served = self.served_attempt
@@ -136,6 +139,8 @@ def _described(decision: Decision, work: PromptWork, placement: Placement | None
     described = describe_decision(decision)
     described["prompt_tokens"] = work.prompt_tokens
     described["predicted_cached_tokens"] = dict(work.cached_tokens)
+    if work.breakpoints:
+        described["cache_breakpoints"] = {b: p.describe() for b, p in work.breakpoints.items()}
     described["placement"] = placement.describe() if placement is not None else None
     return described
 

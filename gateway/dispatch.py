@@ -9,6 +9,11 @@ deadline are the request's, whichever route it is on. Each attempt asks its back
 the model that route's member names, and holds a `Lease` on it; the one that answers is
 handed to the caller, which finishes it when the response ends.
 In-flight counts are released on every path, including cancellation.
+
+A backend cooling down (its provider's 429, a spent budget) asked to be sent nothing until
+a known time: when every backend a route's decision orders is cooling down, the request
+waits for the soonest within its deadline and `retry.max_retry_after_s`, or leaves the
+route (`RouteCoolingDown`: a fallback route, or the client's 429 with Retry-After).
 """
 
 from __future__ import annotations
@@ -21,7 +26,12 @@ from typing import Generic, Protocol, TypeVar
 
 from gateway.config import Config
 from gateway.decisions import Attempt, DecisionRecord, FallbackLeg
-from gateway.errors import CapacityExhausted, NoBackendAvailable, PlacementUnsatisfiable
+from gateway.errors import (
+    CapacityExhausted,
+    NoBackendAvailable,
+    PlacementUnsatisfiable,
+    RouteCoolingDown,
+)
 from gateway.fleet.state import FleetState
 from gateway.lease import Lease, PrefixMemory
 from gateway.routing import Leg, RoutePlan
@@ -133,7 +143,7 @@ class Dispatcher:
 
     def _stop_reason(self, trial: _Trial[T]) -> str | None:
         """Why the request may not go on to a fallback route, if it may not."""
-        if len(trial.record.attempts) >= self._config.retry.max_attempts:
+        if not self._attempt_left(trial):
             return "no attempt left for its fallbacks"
         if self._clock() >= trial.deadline:
             return "deadline passed before its fallbacks"
@@ -142,9 +152,9 @@ class Dispatcher:
     async def _try_leg(self, leg: Leg, trial: _Trial[T], *, last_route: bool) -> tuple[Lease, T]:
         if leg.placement.unmet or not leg.decision.order:
             raise self._no_candidate(leg)
-        order = list(leg.decision.order)
+        order = await self._cooled_order(leg, trial)
         last: UpstreamError | None = None
-        while order and len(trial.record.attempts) < self._config.retry.max_attempts:
+        while order and self._attempt_left(trial):
             if self._clock() >= trial.deadline:
                 break
             name = order.pop(0)
@@ -154,12 +164,21 @@ class Dispatcher:
                 if not exc.retryable:
                     raise
                 last = exc
-                # Waiting out a Retry-After is for the very last candidate of the request.
-                if not order and last_route and await self._wait_retry_after(exc, trial.deadline):
+                # Waiting out a Retry-After is for the very last candidate of the request,
+                # and only when an attempt is left to use after it.
+                if (
+                    not order
+                    and last_route
+                    and self._attempt_left(trial)
+                    and await self._wait_retry_after(exc, trial.deadline)
+                ):
                     order.append(name)
         if last is not None:
             raise last
         raise NoBackendAvailable("request deadline passed before any backend answered")
+
+    def _attempt_left(self, trial: _Trial[T]) -> bool:
+        return len(trial.record.attempts) < self._config.retry.max_attempts
 
     def _no_candidate(self, leg: Leg) -> ApiError:
         """The error saying why `leg`'s decision ordered no backend."""
@@ -172,12 +191,47 @@ class Dispatcher:
             return CapacityExhausted(
                 f"every {members} is at max_concurrency or out of its provider's request budget"
             )
+        cooling = self._cool_downs(names)
+        if cooling is not None:
+            return _cooling_down(members, min(cooling.values()))
         return NoBackendAvailable(f"no {members} can serve this request: {decision.picker_reason}")
+
+    async def _cooled_order(self, leg: Leg, trial: _Trial[T]) -> list[str]:
+        """The backends to try, in the decision's order. When every one of them is cooling
+        down (kept only by panic mode), none is sent a request it asked not to get: the
+        request waits for the soonest to come back if that is within the request's
+        deadline and `retry.max_retry_after_s`, then tries those back; otherwise
+        RouteCoolingDown (a fallback route, or the client's 429 with Retry-After)."""
+        order = list(leg.decision.order)
+        cooling = self._cool_downs(order)
+        if cooling is None:
+            return order
+        soonest = min(cooling.values())
+        within = self._clock() + soonest < trial.deadline
+        if not within or soonest > self._config.retry.max_retry_after_s:
+            raise _cooling_down(leg.placement.members_phrase, soonest)
+        await asyncio.sleep(soonest)
+        trial.record.cool_down_wait_ms += soonest * 1000.0
+        return [name for name in order if cooling[name] <= soonest]
+
+    def _cool_downs(self, names: list[str]) -> dict[str, float] | None:
+        """Each backend's seconds left to cool down, when every one of `names` is cooling
+        down (and nothing else keeps it out); None otherwise."""
+        left: dict[str, float] = {}
+        for name in names:
+            seconds = self._state.cool_down_left_s(name)
+            if seconds is None:
+                return None
+            left[name] = seconds
+        return left or None
 
     async def _attempt(self, leg: Leg, name: str, trial: _Trial[T]) -> tuple[Lease, T]:
         started = self._clock()
         model = leg.route.model_for(name)
         request = trial.request_for(model)
+        breakpoints = leg.work.added_breakpoints(name)
+        if breakpoints is not None:
+            request = replace(request, cache_breakpoints=breakpoints)
         lease = Lease(
             name,
             leg.work,
@@ -227,6 +281,14 @@ class Dispatcher:
 
     def _ms_since(self, started: float) -> float:
         return (self._clock() - started) * 1000.0
+
+
+def _cooling_down(members: str, soonest_s: float) -> RouteCoolingDown:
+    return RouteCoolingDown(
+        f"every {members} is cooling down after its provider's 429 or spent budget; "
+        f"the soonest is back in {soonest_s:.1f} s",
+        retry_after_s=soonest_s,
+    )
 
 
 @dataclass(frozen=True, slots=True)

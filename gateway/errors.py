@@ -5,7 +5,9 @@ SwitchyardError (providers.errors.ApiError: 500 internal_error)
 │   ├── InvalidRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
 │   │   PayloadTooLarge 413
 │   ├── PlacementUnsatisfiable 400
-│   └── CapacityExhausted 429, RateLimited 429
+│   ├── CapacityExhausted 429
+│   │   └── RouteCoolingDown 429 (every backend of a route cooling down)
+│   └── RateLimited 429
 └── UpstreamError (providers/errors.py: the backend failed, with its own subclasses)
     └── NoBackendAvailable 503
 
@@ -70,6 +72,13 @@ class CapacityExhausted(ClientError):
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class RouteCoolingDown(CapacityExhausted):
+    """Every backend a route may use is cooling down (its provider's 429, a spent budget)
+    for longer than the request may wait: try again after `retry_after_s`."""
+
+    code = "backends_cooling_down"
 
 
 class RateLimited(ClientError):

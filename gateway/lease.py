@@ -19,6 +19,10 @@ from providers.errors import ApiError, UpstreamError, UpstreamNotReady, Upstream
 from providers.rate_limits import RateLimitSignal
 from providers.usage import Usage
 
+_NOT_THE_BACKENDS = frozenset({"request_deadline"})
+"""Outcomes of a relayed response that end it for the gateway's own reasons (the request's
+total deadline passed mid-stream): no evidence against a backend that was still answering."""
+
 
 class PrefixMemory(Protocol):
     """What the router's prefix index learns from dispatches and engine reports."""
@@ -109,7 +113,7 @@ class Lease:
         self._learn(usage, decode_s)
         if error is None and outcome == "ok":
             self._state.record_success(self.backend)
-        elif error is not None and error.retryable:
+        elif error is not None and error.retryable and outcome not in _NOT_THE_BACKENDS:
             self._state.record_failure(self.backend, outcome)
 
     def _learn(self, usage: Usage | None, decode_s: float | None) -> None:

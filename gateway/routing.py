@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gateway.backend_config import price_book
 from gateway.config import Config, RouteConfig
 from gateway.errors import NotFound
 from gateway.fleet.state import FleetState
 from gateway.placement import NO_REQUIREMENT, Placement, TagRequirement, place
 from gateway.prefix.fingerprint import Fingerprint, Fingerprinter
-from gateway.prefix.index import CacheSpec, PrefixIndex
+from gateway.prefix.predictor import CachePredictor
 from gateway.prefix.token_count import TokenCounter
 from gateway.prefix.work import PromptWork
 from gateway.quality.book import QualityBook
@@ -23,6 +24,7 @@ from gateway.quality.lazy_views import QualityViews
 from gateway.route_config import fallback_chain
 from policies import Pipeline
 from policies.decision import Decision
+from policies.prices import PriceBook, Prices
 from policies.snapshot import BackendView, Endpoint, RequestInfo, Snapshot
 
 
@@ -56,12 +58,17 @@ class _Prepared:
     """Members with a context window of their own, overriding the backend's."""
     chain: tuple[str, ...]
     """The route, then its fallbacks in the order they are tried."""
+    prices: Mapping[str, Prices]
+    """Each priced member's prices for the model the route asks of it."""
     own: Placement
     """The members placed by the route's own `require_tags` alone (most requests')."""
 
 
 def _prepare(
-    route: RouteConfig, routes: Mapping[str, RouteConfig], tags: Mapping[str, frozenset[str]]
+    route: RouteConfig,
+    routes: Mapping[str, RouteConfig],
+    tags: Mapping[str, frozenset[str]],
+    book: PriceBook,
 ) -> _Prepared:
     members = route.members
     requirement = NO_REQUIREMENT.require(_source(route), route.require_tags)
@@ -75,6 +82,11 @@ def _prepare(
             if m.context_window_tokens is not None
         },
         chain=fallback_chain(route, routes),
+        prices={
+            m.backend: prices
+            for m in members
+            if (prices := book.lookup(m.backend, m.model)) is not None
+        },
         own=place(route.name, route.backend_names, tags, requirement),
     )
 
@@ -98,20 +110,17 @@ class Router:
         self._quality = quality
         self._routes = {route.name: route for route in config.routes}
         self._tags = {b.name: frozenset(b.tags) for b in config.backends}
+        book = price_book(config.backends)
         self._prepared = {
-            route.name: _prepare(route, self._routes, self._tags) for route in config.routes
+            route.name: _prepare(route, self._routes, self._tags, book) for route in config.routes
         }
         self._state = state
         self._pipelines = pipelines
         self.fingerprinter = Fingerprinter(counter or TokenCounter())
-        # Backends that share a cache key share one index entry (e.g. a shared KV store).
-        self._group = {b.name: b.cache.key or b.name for b in config.backends}
-        specs = {
-            self._group[b.name]: CacheSpec(b.cache.capacity_tokens, b.cache.ttl_s)
-            for b in config.backends
-            if b.cache.capacity_tokens > 0
-        }
-        self.index = PrefixIndex(specs)
+        # Backends that share a cache key share one index entry (e.g. a shared KV store);
+        # each is predicted by its own cache rules (an engine's, a provider's).
+        self.caches = CachePredictor(config.backends)
+        self.index = self.caches.index
         self.on_insert: Callable[[str, Sequence[bytes]], None] | None = None
         """Called after each local insert (cache group, blocks); must not block."""
 
@@ -166,6 +175,7 @@ class Router:
             quality=QualityViews(quality, names, route.model, members, prepared.models)
             if quality is not None
             else {},
+            prices=prepared.prices,
         )
         decision = self._pipelines[route.profile].decide(
             snapshot, list(views.values()), raw_id.hex()
@@ -189,38 +199,21 @@ class Router:
 
     def remember(self, backend: str, work: PromptWork) -> None:
         """The prompt was sent to `backend`: it will hold the prefix from now on."""
-        group = self._group[backend]
-        if work.fingerprint is not None and self.index.tracks(group):
-            self.index.insert(group, work.fingerprint.blocks)
-            if self.on_insert is not None:
-                self.on_insert(group, work.fingerprint.blocks)
+        blocks = self.caches.remember(backend, work)
+        if blocks and self.on_insert is not None:
+            self.on_insert(self.caches.group(backend), blocks)
 
     def correct(self, backend: str, work: PromptWork, reported_cached: int) -> None:
-        """Calibrate the assumed cache size from what the engine says it had cached.
-
-        Far fewer cached tokens than predicted means the engine evicts sooner than its
-        configured capacity suggests (or does not cache at all): halve the capacity
-        assumed for it. A hit at least as large as predicted earns capacity back.
-        """
-        group = self._group[backend]
-        if work.fingerprint is None or not self.index.tracks(group):
-            return
-        predicted = work.cached_tokens.get(backend, 0)
-        if predicted > 0 and reported_cached < predicted // 2:
-            self.index.shrink(group)
-        elif reported_cached >= predicted and reported_cached > 0:
-            self.index.grow(group)
+        """Calibrate the index from what the backend says it had cached
+        (`CachePredictor.correct`)."""
+        self.caches.correct(backend, work, reported_cached)
 
     def _work(self, route: RouteConfig, traits: RequestTraits, names: Sequence[str]) -> PromptWork:
         fingerprint = self._fingerprint(route.model, traits)
         if fingerprint is None:
             return PromptWork()
-        group = self._group
-        matched = self.index.match(fingerprint.blocks, {group[name] for name in names})
-        # Backends mostly share a few prefix lengths (none, the system prompt, the whole).
-        tokens = {n: fingerprint.tokens_in(n) for n in {0, *matched.values()}}
-        cached = {name: tokens[matched.get(group[name], 0)] for name in names}
-        return PromptWork(fingerprint, cached)
+        request = (traits.messages, traits.tools)
+        return self.caches.predict(fingerprint, names, request, self._prepared[route.name].prices)
 
     def _fingerprint(self, model: str, traits: RequestTraits) -> Fingerprint | None:
         if traits.messages is not None:

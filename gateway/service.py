@@ -1,29 +1,42 @@
 """The gateway's parts, built from a config and wired together; started and stopped as one.
 
 Everything start-up opens (providers and the engines they start, telemetry, background
-loops) goes on one exit stack: a failure part-way closes what was already open, and
-`stop_gateway` closes it all in reverse order.
+loops) is closed again if start-up fails part-way, and by `stop_gateway`.
+
+A config reload builds the next `Gateway` from the running one (`next_generation`): the
+process-wide parts (telemetry, tenancy, the decision ring, the quality book, the drain)
+are shared; the config, fleet state, router, dispatcher, providers and the loops keeping
+state fresh are the generation's own, with unchanged backends' state and providers carried
+over. `gateway.runtime` swaps generations and retires the old one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from gateway.backend_config import BackendConfig, price_book
 from gateway.config import Config
 from gateway.decisions import DecisionRing
 from gateway.dispatch import Dispatcher
+from gateway.drain import Drain
 from gateway.fleet.engine_scrape import EngineScraper, scrape_targets
+from gateway.fleet.health_share import HealthShare, hold_caps
 from gateway.fleet.llama_cpp_scrape import LlamaCppScraper, llama_cpp_targets
+from gateway.fleet.shared_channel import SharedChannel
 from gateway.fleet.state import FleetState
 from gateway.fleet.sync import RedisFleetSync
 from gateway.quality.book import QualityBook
 from gateway.quality.passive import QualityRecorder
 from gateway.quality.prober import Prober
+from gateway.quality.shared import QualityShare
+from gateway.reload_plan import ConfigChanges, kept_cache_groups
 from gateway.routing import Router
+from gateway.spend_wiring import account_spend
 from gateway.tasks import start_task
 from gateway.telemetry.wiring import Telemetry, build_telemetry, start_telemetry, stop_telemetry
 from gateway.tenancy.caller import Caller
@@ -51,8 +64,12 @@ class Gateway:
     """Polls llama-server's /slots and /props for the `kind: llama-cpp` backends."""
     quality: QualityRecorder | None = None
     prober: Prober | None = None
+    drain: Drain = field(default_factory=Drain)
+    """Whether the process is shutting down, and the streams it may have to end."""
     _opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
-    """What start-up opened, closed by `stop_gateway`."""
+    """The process-wide parts start-up opened (telemetry, tenancy), shared by generations."""
+    _loops: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
+    """This generation's loops (sync, scrapes, probes), stopped when it is superseded."""
 
     def authorize(self, authorization: str | None) -> Caller | None:
         """The caller, or None when client auth is off; raises when the key is wrong."""
@@ -60,7 +77,33 @@ class Gateway:
 
     def sync_status(self) -> dict[str, object]:
         """How this replica shares routing state (`local`: it does not)."""
-        return self.sync.status() if self.sync is not None else {"sync": "local"}
+        return self.sync.status() if self.sync is not None else {"sync": "local", "mode": "local"}
+
+    def redis_up(self) -> dict[str, bool]:
+        """Each use of Redis and whether it answers now: `state-sync` (`state.backend:
+        redis`) and `limits` (`limits.backend: redis`); empty when nothing uses Redis."""
+        uses: dict[str, bool] = {}
+        if self.sync is not None:
+            uses["state-sync"] = self.sync.connected or not self.sync.status()["last_error"]
+        limits = self.tenancy.limiter.status()["redis"]
+        if limits != "off":
+            uses["limits"] = limits == "up"
+        return uses
+
+    def degraded(self) -> list[str]:
+        """What is down while serving goes on, for /readyz: `store` (records wait in its
+        queue), `redis:state-sync` (routing on this replica's own state), `redis:limits`
+        (limits enforced per process)."""
+        down = [f"redis:{use}" for use, up in self.redis_up().items() if not up]
+        store = self.telemetry.store_status()
+        if store["enabled"] and not store["up"] and store["last_error"] is not None:
+            down.insert(0, "store")
+        return down
+
+    def may_probe(self) -> bool:
+        """Whether this replica runs active probes now: always, unless replicas share a
+        probe lease through Redis and another holds it."""
+        return self.sync is None or self.sync.may_probe()
 
 
 async def start_gateway(config: Config) -> Gateway:
@@ -70,41 +113,133 @@ async def start_gateway(config: Config) -> Gateway:
     state = FleetState(config.backends, config.health)
     book = QualityBook(config.quality) if config.quality.enabled else None
     router = Router(config, state, pipelines, quality=book)
-    async with AsyncExitStack() as stack:
+    async with AsyncExitStack() as stack, AsyncExitStack() as owned, AsyncExitStack() as loops:
         tenancy = open_tenancy(config, stack)
-        providers = await _open_providers(config, stack)
-        base_urls = {n: p.base_url for n, p in providers.items()}
-        targets = scrape_targets(config.backends, base_urls)
-        llama_targets = llama_cpp_targets(config.backends, base_urls)
-        gateway = Gateway(
-            config=config,
-            state=state,
-            router=router,
-            dispatcher=Dispatcher(config, state, providers, prefixes=router),
+        providers = await _open_providers(config.backends, owned)
+        gateway = _assemble(
+            config,
+            state,
+            router,
+            providers,
             ring=DecisionRing(config.server.decision_ring_size),
             telemetry=build_telemetry(config, pipelines),
-            providers=providers,
             tenancy=tenancy,
-            sync=_fleet_sync(config, state, router),
-            scraper=EngineScraper(targets, state) if targets else None,
-            llama_cpp=LlamaCppScraper(llama_targets, state) if llama_targets else None,
             quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
-            prober=_prober(config, book, providers) if book is not None else None,
         )
-        await _start_background(gateway, book, stack)
+        _gate_probes(gateway)
+        account_spend(gateway.telemetry, gateway.tenancy.budgets, config)
+        await _start_shared(gateway, book, stack)
+        await _start_loops(gateway, loops)
+        owned.pop_all()  # the providers are the generation's: `close_providers` closes them
+        gateway._loops = loops.pop_all()
         gateway._opened = stack.pop_all()
     return gateway
 
 
 async def stop_gateway(gateway: Gateway) -> None:
     """Stop the loops, then telemetry, then close the providers (stopping their engines)."""
+    await gateway._loops.aclose()
     await gateway._opened.aclose()
+    await close_providers(gateway.providers.values())
 
 
-async def _open_providers(config: Config, stack: AsyncExitStack) -> dict[str, Provider]:
+async def next_generation(current: Gateway, config: Config, changes: ConfigChanges) -> Gateway:
+    """A gateway for `config` sharing `current`'s process-wide parts and, for the backends
+    `changes` leaves unchanged, its providers and live state (load, health, prefix
+    entries); its own loops started. If a step fails, what it opened is closed and
+    `current` is as it was."""
+    unchanged = changes.backends.unchanged
+    book = current.quality.book if current.quality is not None else None
+    pipelines = build_pipelines(config.policies, config.profiles)
+    state = FleetState(config.backends, config.health)
+    state.carry_over(current.state, unchanged)
+    router = Router(config, state, pipelines, quality=book)
+    router.index.carry_over(
+        current.router.index, kept_cache_groups(current.config, config, unchanged)
+    )
+    async with AsyncExitStack() as owned, AsyncExitStack() as loops:
+        kept = {name: current.providers[name] for name in unchanged}
+        added = [b for b in config.backends if b.name not in kept]
+        opened = await _open_providers(added, owned)
+        providers = {b.name: kept.get(b.name) or opened[b.name] for b in config.backends}
+        gateway = _assemble(
+            config,
+            state,
+            router,
+            providers,
+            ring=current.ring,
+            telemetry=current.telemetry,
+            tenancy=current.tenancy,
+            quality=current.quality,
+        )
+        gateway.drain, gateway._opened = current.drain, current._opened
+        _gate_probes(gateway)
+        await _start_loops(gateway, loops)
+        owned.pop_all()
+        gateway._loops = loops.pop_all()
+    # Started: from now on records are priced at this config's prices.
+    current.telemetry.prices.use(price_book(config.backends))
+    return gateway
+
+
+async def stop_loops(gateway: Gateway) -> None:
+    """Stop a superseded generation's loops; its requests may still be finishing."""
+    await gateway._loops.aclose()
+
+
+async def close_providers(providers: Iterable[Provider]) -> None:
+    """Close each provider (stopping an emulated engine), all even when one fails."""
+    results = await asyncio.gather(*(p.close() for p in providers), return_exceptions=True)
+    for failure in results:
+        if isinstance(failure, BaseException):
+            logger.warning("closing a provider failed: %s", type(failure).__name__)
+
+
+def _gate_probes(gateway: Gateway) -> None:
+    if gateway.prober is not None:
+        gateway.prober.gate = gateway.may_probe
+    gateway.telemetry.redis_up = gateway.redis_up
+
+
+def _assemble(
+    config: Config,
+    state: FleetState,
+    router: Router,
+    providers: dict[str, Provider],
+    *,
+    ring: DecisionRing,
+    telemetry: Telemetry,
+    tenancy: Tenancy,
+    quality: QualityRecorder | None,
+) -> Gateway:
+    """A generation's parts around the given state and providers; nothing started yet."""
+    book = quality.book if quality is not None else None
+    base_urls = {n: p.base_url for n, p in providers.items()}
+    targets = scrape_targets(config.backends, base_urls)
+    llama_targets = llama_cpp_targets(config.backends, base_urls)
+    return Gateway(
+        config=config,
+        state=state,
+        router=router,
+        dispatcher=Dispatcher(config, state, providers, prefixes=router),
+        ring=ring,
+        telemetry=telemetry,
+        providers=providers,
+        tenancy=tenancy,
+        sync=_fleet_sync(config, state, router, book),
+        scraper=EngineScraper(targets, state) if targets else None,
+        llama_cpp=LlamaCppScraper(llama_targets, state) if llama_targets else None,
+        quality=quality,
+        prober=_prober(config, book, providers) if book is not None else None,
+    )
+
+
+async def _open_providers(
+    backends: Iterable[BackendConfig], stack: AsyncExitStack
+) -> dict[str, Provider]:
     """A provider per backend, in config order, each closed when `stack` closes."""
     providers: dict[str, Provider] = {}
-    for backend in config.backends:
+    for backend in backends:
         provider = await open_provider(backend.provider_settings())
         stack.push_async_callback(provider.close)
         providers[backend.name] = provider
@@ -119,13 +254,17 @@ class _Background(Protocol):
     async def stop(self) -> None: ...
 
 
-async def _start_background(
-    gateway: Gateway, book: QualityBook | None, stack: AsyncExitStack
-) -> None:
-    """Telemetry, then the loops that keep state fresh, each stopped when `stack` closes."""
+async def _start_shared(gateway: Gateway, book: QualityBook | None, stack: AsyncExitStack) -> None:
+    """Telemetry, tenancy and the quality book's refresh, each stopped when `stack` closes."""
     await start_telemetry(gateway.telemetry, gateway.config, gateway.state, book, gateway.prober)
     stack.push_async_callback(stop_telemetry, gateway.telemetry)
     await start_tenancy(gateway.tenancy, stack)  # after the store's migration
+    if book is not None:
+        start_task(stack, _refresh_quality(book), name="quality-refresh")
+
+
+async def _start_loops(gateway: Gateway, stack: AsyncExitStack) -> None:
+    """The generation's loops that keep state fresh, each stopped when `stack` closes."""
     parts: tuple[_Background | None, ...] = (
         gateway.sync,
         gateway.scraper,
@@ -136,8 +275,6 @@ async def _start_background(
         if part is not None:
             part.start()
             stack.push_async_callback(part.stop)
-    if book is not None:
-        start_task(stack, _refresh_quality(book), name="quality-refresh")
     if gateway.config.health.active_probes:
         start_task(stack, _probe_forever(gateway), name="health-probes")
 
@@ -160,11 +297,22 @@ def _prober(config: Config, book: QualityBook, providers: dict[str, Provider]) -
     return prober if prober.targets else None
 
 
-def _fleet_sync(config: Config, state: FleetState, router: Router) -> RedisFleetSync | None:
-    """With `state.backend: redis`, share prefix inserts and load with other replicas."""
-    if config.state.backend != "redis":
+def _fleet_sync(
+    config: Config, state: FleetState, router: Router, book: QualityBook | None
+) -> RedisFleetSync | None:
+    """With `state.backend: redis`, share prefix inserts, load, health and quality verdicts
+    with other replicas."""
+    shared = config.state
+    if shared.backend != "redis":
         return None
-    sync = RedisFleetSync(config.state, state, router.index)
+    channels: list[SharedChannel] = []
+    if shared.share_health:
+        caps = hold_caps(config.backends, config.health)
+        channels.append(HealthShare(state, caps, shared.peer_event_max_age_s))
+    if shared.share_quality and book is not None:
+        names = [b.name for b in config.backends]
+        channels.append(QualityShare(book, names, shared.peer_event_max_age_s))
+    sync = RedisFleetSync(shared, state, router.index, channels=channels)
     router.on_insert = sync.enqueue
     return sync
 
@@ -182,5 +330,6 @@ async def probe_once(gateway: Gateway) -> None:
 async def _probe_forever(gateway: Gateway) -> None:
     interval = gateway.config.health.probe_interval_s
     while True:
-        await probe_once(gateway)
+        if gateway.may_probe():
+            await probe_once(gateway)
         await asyncio.sleep(interval)

@@ -11,6 +11,7 @@ from policies import (  # noqa: F401  (imported to register their policies)
     bounded_load_filter,
     capacity_filter,
     context_window_filter,
+    cost_scorer,
     healthy_filter,
     kv_cost_scorer,
     least_load_scorer,

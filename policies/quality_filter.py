@@ -79,12 +79,17 @@ class QualityFilter:
         return view.state == "ejected" or (threshold is not None and view.fidelity < threshold)
 
     def _explores(self, snapshot: Snapshot, name: str) -> bool:
-        share = self.params.explore_share
-        if share <= 0:
-            return False
-        seed = f"{snapshot.request.rng_seed}:{name}".encode()
-        draw = int.from_bytes(hashlib.blake2b(seed, digest_size=8).digest(), "big")
-        return draw / 2**64 < share
+        return seeded_share(snapshot.request.rng_seed, name, self.params.explore_share)
+
+
+def seeded_share(seed: int, name: str, share: float) -> bool:
+    """True for `share` of requests per backend, drawn from the request's seed: each request
+    stays reproducible, and backends are drawn independently."""
+    if share <= 0:
+        return False
+    key = f"{seed}:{name}".encode()
+    draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big")
+    return draw / 2**64 < share
 
 
 def _fidelity(view: QualityView | None) -> float:

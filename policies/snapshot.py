@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from policies.prices import Prices
+
 Endpoint = Literal["chat.completions", "completions", "embeddings"]
 
 
@@ -51,7 +53,7 @@ class BackendView:
     what was sent since (prompt plus `max_tokens` per request); None when not reported."""
 
 
-QualityState = Literal["healthy", "probation", "ejected", "unknown"]
+QualityState = Literal["healthy", "suspect", "probation", "ejected", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +66,16 @@ class QualityView:
     sla: float = 1.0
     """In [0, 1]: does it meet the TTFT / TPOT it promised, lately."""
     state: QualityState = "unknown"
-    """healthy; ejected (kept off traffic until `ejected_for_s` passes); probation (back
+    """healthy; suspect (some evidence against it, not yet conclusive: evidence is being
+    gathered); ejected (kept off traffic until `ejected_for_s` passes); probation (back
     from an ejection, not yet above the restore threshold); unknown (no evidence yet)."""
     reason: str = "no evidence yet"
     """The signal that hurt most, in words."""
     ejected_for_s: float = 0.0
+    evidence_seen: float = 0.0
+    """For a suspect: responses judged since the suspicion began."""
+    evidence_needed: float = 0.0
+    """For a suspect: responses its test needs to clear it if all further ones are good."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +118,9 @@ class Snapshot:
     """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
     quality: Mapping[str, QualityView] = field(default_factory=dict)
     """Each backend's live quality for the request's model; absent: no quality tracking."""
+    prices: Mapping[str, Prices] = field(default_factory=dict)
+    """Each backend's prices for the model the request asks of it; absent: no price
+    configured (a local engine, or prices not given)."""
     derived: dict[tuple[object, ...], dict[str, float]] = field(
         default_factory=dict, compare=False, repr=False
     )

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from providers.cache_breakpoints import CacheBreakpoints
 from providers.rate_limits import RateLimitSignal
 from providers.settings import ProviderSettings
 
@@ -36,6 +37,8 @@ class UpstreamRequest:
     """Relative to the backend's base URL, e.g. "/chat/completions"."""
     body: bytes
     stream: bool
+    cache_breakpoints: CacheBreakpoints | None = None
+    """Prompt-cache breakpoints the host adds (explicit-caching adapters only)."""
 
 
 @dataclass(frozen=True, slots=True)

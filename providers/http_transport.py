@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from functools import partial
 
 import aiohttp
+import orjson
 
 from providers.base import Deadlines, HealthResult, UpstreamResponse
 from providers.errors import (
@@ -314,6 +315,21 @@ async def _first_bytes(response: aiohttp.ClientResponse) -> bytes:
 
 def _content_type(response: aiohttp.ClientResponse) -> str:
     return response.headers.get("content-type", "application/json")
+
+
+def check_json_answer(response: UpstreamResponse, name: str) -> None:
+    """Raise UpstreamProtocolError (retryable) for a successful answer that is not JSON,
+    whatever its content type says: a backend or proxy that cut or garbled it, or a proxy's
+    HTML page. Relaying it would be a 200 the client cannot read."""
+    if response.status >= 300:
+        return
+    try:
+        orjson.loads(response.body)
+    except orjson.JSONDecodeError:
+        raise UpstreamProtocolError(
+            f"backend {name} answered {response.status} with a body that is not JSON",
+            backend=name,
+        ) from None
 
 
 def credentials_refused(status: int) -> HealthResult:

@@ -20,12 +20,13 @@ from providers.base import (
     UpstreamResponse,
     upstream_headers,
 )
-from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
+from providers.errors import UpstreamCredentialsRefused, UpstreamError, UpstreamStatusError
 from providers.http_transport import (
     CREDENTIAL_STATUSES,
     HealthJudge,
     HttpStream,
     HttpTransport,
+    check_json_answer,
     credentials_refused,
 )
 from providers.http_transport import StatusErrorMapper as StatusErrorMapper  # re-exported
@@ -92,10 +93,26 @@ class OpenAICompatibleProvider:
         return self._http.session
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
-        return await self._http.send(self.request_url(request), request.body, deadlines)
+        """The whole answer, relayed as it is; one that says it is JSON and is not fails
+        here, before the client sees a byte of it, so the next candidate may answer."""
+        response = await self._http.send(self.request_url(request), request.body, deadlines)
+        check_json_answer(response, self.name)
+        return response
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> HttpStream:
-        return await self._http.open_stream(self.request_url(request), request.body, deadlines)
+        """The stream past its first bytes. One that opens with an error event has sent
+        nothing of an answer: that fails here, before the client sees it, so the next
+        candidate may answer (the event is not quoted: it may echo the request's key)."""
+        url = self.request_url(request)
+        stream = await self._http.open_stream(url, request.body, deadlines)
+        if opens_with_error_event(stream.first_chunk):
+            await stream.aclose()
+            raise UpstreamError(
+                f"backend {self.name} opened its stream with an error event",
+                backend=self.name,
+                code="upstream_stream_error",
+            )
+        return stream
 
     async def health(self, timeout_s: float) -> HealthResult:
         # Unlike the API calls, the probe follows redirects, as it always has.
@@ -126,6 +143,12 @@ class OpenAICompatibleProvider:
             upstream_body=body,
             retry_after_s=retry_after_s,
         )
+
+
+def opens_with_error_event(first_chunk: bytes) -> bool:
+    """Whether an OpenAI stream's first event is an error (`data: {"error": ...}`)."""
+    head = first_chunk.lstrip()
+    return head.startswith(b"data:") and head[5:].lstrip().startswith(b'{"error"')
 
 
 def openai_health(status: int) -> HealthResult:

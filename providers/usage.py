@@ -40,6 +40,9 @@ class Usage:
     completion_tokens: int
     cached_tokens: int | None
     cache_write_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
+    """Of `cache_write_tokens`, those written with long (1-hour) retention, which Anthropic
+    bills higher (`prompt_tokens_details.cache_write_1h_tokens`)."""
     reasoning_tokens: int | None = None
     prefill_ms: float | None = None
     """The engine's own time computing the uncached prompt tokens (`timings.prompt_ms`):
@@ -67,6 +70,7 @@ def usage_of(data: Any) -> Usage | None:
         completion_tokens=int(usage.get("completion_tokens") or 0),
         cached_tokens=cached,
         cache_write_tokens=_detail(details, "cache_write_tokens"),
+        cache_write_1h_tokens=_detail(details, "cache_write_1h_tokens"),
         reasoning_tokens=_detail(usage.get("completion_tokens_details"), "reasoning_tokens"),
         prefill_ms=_ms(timings, "prompt_ms"),
         decode_ms=_ms(timings, "predicted_ms"),

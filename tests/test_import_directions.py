@@ -140,7 +140,14 @@ RULES = [
             "gateway.decisions",
             "gateway.tenancy",
         )
-        for host in ("gateway.http", "gateway.service", "gateway.cli", "gateway.workers")
+        for host in (
+            "gateway.http",
+            "gateway.service",
+            "gateway.runtime",
+            "gateway.process_signals",
+            "gateway.cli",
+            "gateway.workers",
+        )
     ),
     Rule(
         "gateway",

@@ -8,14 +8,14 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 
 from gateway.backend_config import BackendConfig
 from gateway.config import HealthConfig
+from gateway.fleet.backend_state import BackendState, describe_backend, readings_for
 from gateway.fleet.engine_metrics import EngineLoad
-from gateway.fleet.engine_readings import EngineReadings, Polled
 from gateway.fleet.estimates import BackendEstimates
-from gateway.fleet.health import BackendHealth, HealthDetector
+from gateway.fleet.health import HealthDetector
+from gateway.fleet.health_events import HealthEvent, HealthKind
 from gateway.fleet.llama_cpp_status import EngineSlots
 from gateway.fleet.provider_limits import (
     ProviderBudget,
@@ -26,38 +26,6 @@ from gateway.fleet.provider_limits import (
 )
 from policies.snapshot import BackendView
 from providers.rate_limits import RateLimitSignal
-
-
-@dataclass(slots=True)
-class _BackendState:
-    config: BackendConfig
-    estimates: BackendEstimates
-    health: BackendHealth
-    """The detector's record for this backend: read here, written by HealthDetector."""
-    models: frozenset[str] = frozenset()
-    """`config.models`, frozen once: every decision's views share it."""
-    tags: frozenset[str] = frozenset()
-    """`config.tags`, frozen once, likewise."""
-    in_flight: int = 0
-    queued_prefill_tokens: int = 0
-    decoding: int = 0
-    remote: tuple[int, int, int] = (0, 0, 0)
-    """Other gateway replicas' (in_flight, queued_prefill_tokens, decoding) here."""
-    requests: int = 0
-    budget_tokens: int = 0
-    """Tokens sent here so far, each request's prompt plus its `max_tokens`: what a
-    provider's token budget may be charged."""
-    engine: EngineReadings = field(default_factory=EngineReadings)
-    """What the engine last said of itself: /metrics, /slots, /props."""
-    budget: ProviderBudget | None = None
-    """What the provider's rate-limit headers last said of its remaining budgets."""
-    view: BackendView | None = None
-    """The view last built, kept while nothing it shows has changed: every mutation below
-    clears it (FleetState.views has the time-dependent cases)."""
-    view_engine_fresh: tuple[bool, bool] = (False, False)
-    """Whether `view` shows a metrics and a slots reading, which go stale with time alone."""
-    view_budget_until: float = math.inf
-    """When the provider budget `view` counts lapses, which changes its capacity."""
 
 
 class FleetState:
@@ -74,20 +42,25 @@ class FleetState:
         *,
         clock: Callable[[], float] | None = None,
         rng: random.Random | None = None,
+        wall: Callable[[], float] = time.time,
     ) -> None:
         self._clock = clock or time.monotonic
         configs = list(backends)
         self._health = HealthDetector(
-            (b.name for b in configs), health, clock=self._clock, rng=rng or random.Random()
+            (b.name for b in configs),
+            health,
+            clock=self._clock,
+            rng=rng or random.Random(),
+            wall=wall,
         )
         self._backends = {
-            b.name: _BackendState(
+            b.name: BackendState(
                 b,
                 BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms),
                 self._health.of(b.name),
                 frozenset(b.models),
                 frozenset(b.tags),
-                engine=_readings(b),
+                engine=readings_for(b),
             )
             for b in configs
         }
@@ -121,7 +94,7 @@ class FleetState:
             found[name] = view
         return found
 
-    def _still_current(self, state: _BackendState, view: BackendView, now: float) -> bool:
+    def _still_current(self, state: BackendState, view: BackendView, now: float) -> bool:
         """`view` (built at an earlier `now`, nothing recorded since) is what `_view` would
         build now: the same estimates, the engine reading it shows still fresh, and the
         provider budget it counts not lapsed."""
@@ -137,7 +110,7 @@ class FleetState:
         fresh = state.view_engine_fresh
         return fresh == (False, False) or state.engine.freshness(now) == fresh
 
-    def _view(self, state: _BackendState, now: float) -> BackendView:
+    def _view(self, state: BackendState, now: float) -> BackendView:
         healthy, reason = state.health.status(now)
         cfg = state.config
         in_flight, queued, decoding = state.remote
@@ -163,17 +136,17 @@ class FleetState:
             provider_tokens_left=self._tokens_left(state, now),
         )
 
-    def _tokens_left(self, state: _BackendState, now: float) -> int | None:
+    def _tokens_left(self, state: BackendState, now: float) -> int | None:
         budget = self._current_budget(state, now)
         return budget.tokens_left(state.budget_tokens) if budget is not None else None
 
-    def _context_window(self, state: _BackendState) -> int | None:
+    def _context_window(self, state: BackendState) -> int | None:
         """The configured window, else the one the engine reported (a route member's own
         window, applied by the router, wins over both)."""
         configured = state.config.context_window_tokens
         return configured if configured is not None else state.engine.context_window_tokens
 
-    def _capacity(self, state: _BackendState, now: float) -> int:
+    def _capacity(self, state: BackendState, now: float) -> int:
         """`max_concurrency`, or fewer when the provider's request budget is nearly spent:
         what is in flight plus the requests it still takes before its reset."""
         limit = state.config.max_concurrency
@@ -183,7 +156,7 @@ class FleetState:
             return limit
         return min(limit, state.in_flight + state.remote[0] + headroom)
 
-    def _current_budget(self, state: _BackendState, now: float) -> ProviderBudget | None:
+    def _current_budget(self, state: BackendState, now: float) -> ProviderBudget | None:
         budget = state.budget
         return budget if budget is not None and budget.current(now) else None
 
@@ -229,6 +202,16 @@ class FleetState:
 
     def estimates(self, name: str) -> BackendEstimates:
         return self._backends[name].estimates
+
+    def carry_over(self, previous: FleetState, names: Iterable[str]) -> None:
+        """Share `previous`'s live state of these backends (a reload left them unchanged):
+        the same objects, so requests still finishing on `previous` count here too."""
+        for name in names:
+            state = previous._backends[name]
+            self._backends[name] = state
+            self._health.adopt(name, state.health)
+        for route, seq in previous._route_seq.items():
+            self._route_seq.setdefault(route, seq)
 
     def at_capacity(self, name: str) -> bool:
         """Whether as many requests are in flight as it accepts (its provider's budget
@@ -328,6 +311,15 @@ class FleetState:
         seconds, why = capped(wait_s, why, limits.max_cool_down_s)
         self.cool_down(name, seconds, f"rate limited upstream: {why}")
 
+    def cool_down_left_s(self, name: str) -> float | None:
+        """Seconds until the backend's cool-down ends, when a cool-down (a 429, a spent
+        budget) is all that keeps it out; None when it is in, or out for anything else."""
+        health = self._backends[name].health
+        left = health.ejected_until - self._clock()
+        if left <= 0 or health.cooling_until < health.ejected_until or not health.probe_ok:
+            return None
+        return left
+
     def not_ready(self, name: str, reason: str) -> None:
         """The engine said it is not ready yet (llama-server loading its model): kept out
         until a probe says it is ready, with no failure counted towards an ejection."""
@@ -338,63 +330,42 @@ class FleetState:
         self._health.record_probe(name, ok, reason)
         self._backends[name].view = None
 
+    def share_health(self, listener: Callable[[HealthEvent], None] | None) -> None:
+        """Hand every health verdict reached here to `listener` (the fleet sync's queue)."""
+        self._health.on_event = listener
+
+    def knows(self, name: str) -> bool:
+        return name in self._backends
+
+    def hold_for_peer(self, name: str, seconds: float, reason: str, kind: HealthKind) -> bool:
+        """A peer replica's ejection or cool-down: out for `seconds` unless already out
+        longer. True when it changed anything."""
+        changed = self._health.hold(name, seconds, reason, kind=kind, peer=True)
+        if changed:
+            self._backends[name].view = None
+        return changed
+
+    def own_holds(self) -> list[HealthEvent]:
+        """This replica's own ejections and cool-downs still running, restated now."""
+        return self._health.own_holds()
+
+    def probe_from_peer(self, name: str, ok: bool, reason: str, at_unix: float) -> bool:
+        """A peer replica's probe result, unless this replica knows a later one."""
+        changed = self._health.peer_probe(name, ok, reason, at_unix)
+        if changed:
+            self._backends[name].view = None
+        return changed
+
     def describe(self) -> list[dict[str, object]]:
+        """Every backend as `GET /v1/switchyard/backends` shows it."""
         now = self._clock()
-        out: list[dict[str, object]] = []
-        for state in self._backends.values():
-            healthy, reason = state.health.status(now)
-            out.append(
-                {
-                    "name": state.config.name,
-                    "kind": state.config.kind,
-                    "models": state.config.models,
-                    "tags": sorted(state.tags),
-                    "healthy": healthy,
-                    "health_reason": reason,
-                    "in_flight": state.in_flight,
-                    "queued_prefill_tokens": state.queued_prefill_tokens,
-                    "decoding": state.decoding,
-                    "remote_in_flight": state.remote[0],
-                    "remote_queued_prefill_tokens": state.remote[1],
-                    "remote_decoding": state.remote[2],
-                    "prefill_tokens_per_s": round(state.estimates.prefill_tokens_per_s, 1),
-                    "tpot_ms": round(state.estimates.tpot_ms, 3),
-                    "max_concurrency": state.config.max_concurrency,
-                    "effective_max_concurrency": self._capacity(state, now),
-                    **self._describe_budget(state, now),
-                    "requests": state.requests,
-                    "failures": state.health.failures,
-                    "ejections": state.health.ejections,
-                    "engine": state.engine.describe_metrics(now),
-                    "engine_slots": state.engine.describe_slots(now),
-                    "context_window_tokens": self._context_window(state),
-                    "context_window_source": _window_source(state),
-                }
+        return [
+            describe_backend(
+                state,
+                now,
+                capacity=self._capacity(state, now),
+                budget=self._current_budget(state, now),
+                context_window_tokens=self._context_window(state),
             )
-        return out
-
-    def _describe_budget(self, state: _BackendState, now: float) -> dict[str, object]:
-        """The provider's remaining budgets as last read, while that reading holds."""
-        budget = self._current_budget(state, now)
-        return {
-            "provider_remaining_requests": budget.remaining_requests if budget else None,
-            "provider_remaining_tokens": budget.remaining_tokens if budget else None,
-            "provider_limits_read_at": round(budget.read_at_unix, 3) if budget else None,
-        }
-
-
-def _readings(config: BackendConfig) -> EngineReadings:
-    """Room for the readings of the sources this backend is polled for."""
-    llama = config.llama_cpp_status
-    return EngineReadings(
-        metrics=Polled(config.metrics.stale_after_s)
-        if config.metrics is not None and config.metrics.enabled
-        else None,
-        slots=Polled(llama.stale_after_s) if llama is not None and llama.slots else None,
-    )
-
-
-def _window_source(state: _BackendState) -> str | None:
-    if state.config.context_window_tokens is not None:
-        return "config"
-    return "engine" if state.engine.context_window_tokens is not None else None
+            for state in self._backends.values()
+        ]

@@ -13,6 +13,11 @@ background task, every `publish_interval_ms`:
 
 and between ticks it applies the other replicas' inserts to the local PrefixIndex.
 
+Other shared state rides on the same task and connection as `SharedChannel`s, each on its
+own channel `{namespace}:{name}`: health verdicts (`health_share`) and quality verdicts
+(`gateway.quality.shared`). With `state.prober_lease`, each tick also renews the probe
+lease (`probe_lease`): one replica of the namespace runs the active probes.
+
 Any Redis error degrades the replica to local state: remote load is dropped at once (stale
 numbers would keep steering traffic), inserts keep queueing (the oldest are dropped when
 the queue is full), the change is logged once, and the task reconnects with capped,
@@ -40,6 +45,8 @@ from redis.exceptions import RedisError
 
 from gateway.config import ConfigError, StateConfig
 from gateway.fleet.backoff import Backoff
+from gateway.fleet.probe_lease import ProbeLease
+from gateway.fleet.shared_channel import SharedChannel
 from gateway.fleet.state import FleetState
 from gateway.fleet.sync_wire import (
     REPLICA_ID_BYTES,
@@ -76,6 +83,7 @@ class RedisFleetSync:
         state: FleetState,
         index: PrefixIndex,
         *,
+        channels: Sequence[SharedChannel] = (),
         rng: random.Random | None = None,
     ) -> None:
         try:
@@ -91,6 +99,14 @@ class RedisFleetSync:
         self._channel = f"{config.namespace}:prefix"
         self._members_key = f"{config.namespace}:replicas"
         self._load_prefix = f"{config.namespace}:load:"
+        self._channels = {f"{config.namespace}:{c.name}".encode(): c for c in channels}
+        self._known_peers: set[str] = set()
+        self._reassert_at = 0.0
+        self.lease = (
+            ProbeLease(f"{config.namespace}:prober", self.replica_id, config.prober_lease_ttl_s)
+            if config.prober_lease
+            else None
+        )
         self._where = _redacted(config.redis_url)
         self._queue: deque[Insert] = deque()
         self._client: Redis | None = None
@@ -122,10 +138,15 @@ class RedisFleetSync:
     def queued(self) -> int:
         return len(self._queue)
 
+    def may_probe(self) -> bool:
+        """Whether this replica runs its active probes now (one per fleet while shared)."""
+        return self.lease is None or self.lease.may_probe()
+
     def status(self) -> dict[str, object]:
         """What `GET /v1/switchyard/state` shows (fields in docs/config.md#state)."""
         return {
             "sync": "redis",
+            "mode": "shared" if self.connected else "local",
             "connected": self.connected,
             "replica_id": self.replica_id,
             "namespace": self._config.namespace,
@@ -138,9 +159,13 @@ class RedisFleetSync:
             "dropped": self.dropped,
             "rejected": self.rejected,
             "last_error": self._last_error,
+            "channels": {c.name: c.status() for c in self._channels.values()},
+            "prober": self.lease.status() if self.lease is not None else {"lease": "off"},
         }
 
     def start(self) -> None:
+        for channel in self._channels.values():
+            channel.attach()
         self._task = asyncio.create_task(self._run(), name="fleet-sync")
         self._task.add_done_callback(self._on_task_done)
 
@@ -156,6 +181,8 @@ class RedisFleetSync:
         await self._forget()
         await self._close()
         self._state.set_remote({})
+        for channel in self._channels.values():
+            channel.detach()
 
     async def _run(self) -> None:
         backoff = Backoff(
@@ -168,7 +195,7 @@ class RedisFleetSync:
             try:
                 client = self._open()
                 self._pubsub = pubsub = client.pubsub(ignore_subscribe_messages=True)
-                await pubsub.subscribe(self._channel)
+                await pubsub.subscribe(self._channel, *self._channels)
                 await self._serve(client, pubsub)
             except _REDIS_ERRORS as exc:
                 if self._connected:  # it had worked since the last failure: start over
@@ -204,7 +231,11 @@ class RedisFleetSync:
             wait_s = max(0.0, next_tick - loop.time())
             message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=wait_s)
             if message is not None and message["type"] == "message":
-                await self._apply(message["data"])
+                channel = self._channels.get(message["channel"])
+                if channel is not None:
+                    channel.apply(message["data"], self.replica_id)
+                else:
+                    await self._apply(message["data"])
 
     async def _tick(self, client: Redis) -> None:
         taken = distinct(self._queue)
@@ -215,6 +246,9 @@ class RedisFleetSync:
             async with client.pipeline(transaction=False) as pipe:
                 for message in messages:
                     pipe.publish(self._channel, message)
+                for name, channel in self._channels.items():
+                    for message in channel.take(self.replica_id):
+                        pipe.publish(name, message)
                 pipe.set(
                     self._load_prefix + self.replica_id,
                     encode_load(self._state.local_load()),
@@ -231,6 +265,8 @@ class RedisFleetSync:
         self.published_messages += len(messages)
         self.published_bytes += sum(len(m) for m in messages)
         await self._read_peers(client, replies[-1])
+        if self.lease is not None:
+            await self.lease.renew(client)
         self._mark_connected()
 
     async def _read_peers(self, client: Redis, members: set[bytes]) -> None:
@@ -242,12 +278,24 @@ class RedisFleetSync:
         gone = [peer for peer, value in zip(peers, values, strict=True) if value is None]
         if gone:
             await client.srem(self._members_key, *gone)
+        self._reassert_if_due(set(peers) - set(gone))
         totals: dict[str, Load] = {}
         for value in values:
             if isinstance(value, bytes):
                 self._add_load(totals, value)
         self.peers = len(peers) - len(gone)
         self._state.set_remote(totals)
+
+    def _reassert_if_due(self, live: set[str]) -> None:
+        """Verdicts still holding are restated to a peer that is new (joined, or back after
+        an outage), and to all every half `peer_event_max_age_s`, for one that missed them
+        unseen (a short outage of its own)."""
+        now = asyncio.get_running_loop().time()
+        if live - self._known_peers or now >= self._reassert_at:
+            for channel in self._channels.values():
+                channel.reassert()
+            self._reassert_at = now + self._config.peer_event_max_age_s / 2
+        self._known_peers = live
 
     def _add_load(self, totals: dict[str, Load], value: bytes) -> None:
         try:
@@ -288,18 +336,24 @@ class RedisFleetSync:
             )
         self._connected = True
         self._last_error = ""
+        if self.lease is not None:
+            self.lease.shared = True
 
     def _degrade(self, exc: BaseException) -> None:
         self._last_error = f"{type(exc).__name__}: {exc}"
         if self._connected is not False:
             logger.warning(
-                "fleet sync: Redis at %s unavailable (%s); routing on local state until it returns",
+                "fleet sync: Redis at %s unavailable (%s); routing and probing on local state "
+                "until it returns",
                 self._where,
                 self._last_error,
             )
         self._connected = False
         self.peers = 0
+        self._known_peers = set()
         self._state.set_remote({})
+        if self.lease is not None:
+            self.lease.local()
 
     def _on_task_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled() or task.exception() is None:
@@ -313,6 +367,8 @@ class RedisFleetSync:
             return
         with contextlib.suppress(*_REDIS_ERRORS):
             async with asyncio.timeout(self._config.command_timeout_ms / 1000):
+                if self.lease is not None:
+                    await self.lease.release(self._client)
                 async with self._client.pipeline(transaction=False) as pipe:
                     pipe.delete(self._load_prefix + self.replica_id)
                     pipe.srem(self._members_key, self.replica_id)
@@ -324,7 +380,7 @@ class RedisFleetSync:
         with contextlib.suppress(*_REDIS_ERRORS):
             async with asyncio.timeout(self._config.command_timeout_ms / 1000):
                 if pubsub is not None:
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
                 if client is not None:
                     await client.aclose()
 

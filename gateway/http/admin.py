@@ -1,4 +1,5 @@
-"""The admin API: virtual keys created, listed, read, edited, rotated and revoked.
+"""The admin API: virtual keys created, listed, read, edited, rotated and revoked; a
+listed or read key shows its spend in the current UTC day and month beside its budgets.
 
 Every route needs an admin key (`server.admin_keys_env`). A new or rotated key is in the
 answer once, as `key`; nothing else ever shows it. A change takes effect on this process
@@ -83,14 +84,21 @@ def _with_secret(row: KeyRow, key: str) -> dict[str, Any]:
     return {**row.public(), "key": key}
 
 
+async def _with_spend(gateway: Gateway, rows: list[KeyRow]) -> list[dict[str, Any]]:
+    """Each key's public fields and `spend`: per UTC window, spent, limit and reset."""
+    budgets = [(row.id, row.budget_usd_per_day, row.budget_usd_per_month) for row in rows]
+    spend = await gateway.tenancy.budgets.key_spend(budgets)
+    return [{**row.public(), "spend": spend[row.id]} for row in rows]
+
+
 @router.get("/keys")
 async def list_keys(request: Request, include_revoked: bool = False) -> Response:
-    _, admin = _admin(request)
+    gateway, admin = _admin(request)
     try:
         rows = await admin.read(include_revoked=include_revoked)
     except DATABASE_ERRORS:
         raise KeyStoreUnavailable("the key store cannot be read") from None
-    return json_response({"object": "list", "data": [row.public() for row in rows]})
+    return json_response({"object": "list", "data": await _with_spend(gateway, rows)})
 
 
 @router.post("/keys")
@@ -109,14 +117,15 @@ async def create_key(request: Request) -> Response:
 
 @router.get("/keys/{key_id}")
 async def get_key(request: Request, key_id: str) -> Response:
-    _, admin = _admin(request)
+    gateway, admin = _admin(request)
     try:
         row = await admin.get(key_id)
     except DATABASE_ERRORS:
         raise KeyStoreUnavailable("the key store cannot be read") from None
     if row is None:
         raise NotFound(f"no key {key_id!r}", code="not_found")
-    return json_response(row.public())
+    (shown,) = await _with_spend(gateway, [row])
+    return json_response(shown)
 
 
 @router.patch("/keys/{key_id}")

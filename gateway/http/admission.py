@@ -1,13 +1,17 @@
 """What a client key allows a request, applied on the proxy path after the route is known:
 the routes it may use (403 otherwise), the placement tags it requires (merged into the
-request's `TagRequirement`), and its RPM / TPM limits with its route's (429)."""
+request's `TagRequirement`), its and its route's budgets (429 `insufficient_quota`, or a
+fallback route), and its RPM / TPM limits with its route's (429)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from gateway.config import RouteConfig
 from gateway.errors import Forbidden, RateLimited
-from gateway.routing import RequestTraits
+from gateway.route_config import fallback_chain
+from gateway.routing import RequestTraits, Router
+from gateway.tenancy.budgets import REROUTED_HEADER, BudgetExhausted, Budgets
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.limiter import RateLimiter
 from providers.errors import ApiError
@@ -26,6 +30,21 @@ def keyed_traits(caller: Caller | None, route: str, traits: RequestTraits) -> Re
     return replace(traits, required_tags=required)
 
 
+async def budgeted_route(
+    budgets: Budgets, router: Router, caller: Caller | None, route: RouteConfig
+) -> tuple[RouteConfig, dict[str, str]]:
+    """The route to take and the `x-switchyard-budget-*` headers: `route` while its and
+    the key's budgets hold, else a fallback route whose own budget holds (when the spent
+    budget says `fallback`); raises BudgetExhausted (429). Reads cached spend; a key's
+    first request on this process may make one bounded Redis read."""
+    check = await budgets.check(caller, route.name)
+    if not check.exhausted:
+        return route, check.headers()
+    chain = fallback_chain(route, router.routes)[1:]
+    taken = await budgets.reroute(check, caller, chain)
+    return router.route(taken.route), {**taken.headers(), REROUTED_HEADER: route.name}
+
+
 async def admit(
     limiter: RateLimiter,
     caller: Caller | None,
@@ -39,5 +58,6 @@ async def admit(
 
 
 def rejection_headers(exc: ApiError) -> dict[str, str] | None:
-    """Headers a refusal carries besides Retry-After: a 429's `x-ratelimit-*`."""
-    return dict(exc.headers) if isinstance(exc, RateLimited) else None
+    """Headers a refusal carries besides Retry-After: a 429's `x-ratelimit-*` or
+    `x-switchyard-budget-*`."""
+    return dict(exc.headers) if isinstance(exc, RateLimited | BudgetExhausted) else None

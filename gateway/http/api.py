@@ -69,13 +69,16 @@ async def metrics(request: Request) -> Response:
 
 @router.get("/readyz")
 async def readyz(request: Request) -> Response:
-    """Unauthenticated, for load balancers: counts only; details need a key."""
-    backends = _gateway(request).state.describe()
+    """Unauthenticated, for load balancers: counts only; details need a key. `degraded`
+    names what is down while serving goes on (the store, Redis); it does not fail this."""
+    gateway = _gateway(request)
+    backends = gateway.state.describe()
     healthy = sum(1 for b in backends if b["healthy"])
     body = {
         "status": "ready" if healthy else "unavailable",
         "backends_healthy": healthy,
         "backends_total": len(backends),
+        "degraded": gateway.degraded(),
     }
     return json_response(body, 200 if healthy else 503)
 

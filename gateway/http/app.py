@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -16,15 +17,19 @@ from starlette.types import Receive, Scope, Send
 
 from gateway.config import Config
 from gateway.demo_traffic import run_demo
+from gateway.drain import ShuttingDown
 from gateway.errors import ClientError, SwitchyardError
 from gateway.http.admin import router as admin_router
+from gateway.http.admin_reload import router as reload_router
 from gateway.http.anthropic_ingress.count_tokens import router as count_tokens_router
 from gateway.http.api import router
 from gateway.http.dashboard import router as dashboard_router
-from gateway.http.ingress import PROXY_PATHS
+from gateway.http.ingress import PROXY_PATHS, ProxyPath
 from gateway.http.proxy import serve_proxy
-from gateway.http.responses import error_response
-from gateway.service import Gateway, start_gateway, stop_gateway
+from gateway.http.responses import error_response, json_response
+from gateway.process_signals import handle_signals
+from gateway.runtime import Runtime
+from gateway.service import start_gateway
 from gateway.tasks import start_task
 
 logger = logging.getLogger("switchyard")
@@ -45,23 +50,72 @@ class SwitchyardApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = PROXY_PATHS.get(scope["path"]) if scope["type"] == "http" else None
         if path is None:
+            if scope["type"] == "http" and scope["path"] == "/readyz" and self._draining():
+                await _draining_readyz(self.state.runtime)(scope, receive, send)
+                return
             await self.api(scope, receive, send)
         elif scope["method"] == "POST":
-            await serve_proxy(self.state.gateway, path, scope, receive, send)
+            await self._proxy(path, scope, receive, send)
         else:
             error = ClientError(f"{scope['path']} only accepts POST", code="method_not_allowed")
             error.status = 405
             response = path.dialect.error_response(error, {"allow": "POST"})
             await response(scope, receive, send)
 
+    def _draining(self) -> bool:
+        runtime: Runtime | None = getattr(self.state, "runtime", None)
+        return runtime is not None and runtime.draining
 
-def create_app(config: Config) -> SwitchyardApp:
+    async def _proxy(self, path: ProxyPath, scope: Scope, receive: Receive, send: Send) -> None:
+        """One proxy request on the generation current when it starts, to its end."""
+        runtime: Runtime = self.state.runtime
+        if runtime.draining:
+            refused = ShuttingDown("the gateway is shutting down; send the request elsewhere")
+            runtime.current.telemetry.rejected(refused.code)
+            await path.dialect.error_response(refused)(scope, receive, send)
+            return
+        with runtime.serving() as ticket:
+            try:
+                await serve_proxy(ticket.gateway, path, scope, receive, send)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not ticket.cut or task is None:
+                    raise
+                task.uncancel()
+                ended = ShuttingDown("the gateway is shutting down; the request was ended")
+                # RuntimeError: the answer had begun after all; nothing more can be sent.
+                with suppress(RuntimeError):
+                    await path.dialect.error_response(ended)(scope, receive, send)
+
+
+def _draining_readyz(runtime: Runtime) -> Response:
+    """503 while draining, whatever the backends' health: load balancers stop sending."""
+    body = {"status": "draining", "reason": runtime.current.drain.reason}
+    return json_response(body, 503)
+
+
+def create_app(
+    config: Config,
+    *,
+    reload_from: Callable[[], Config] | None = None,
+    signals: bool = False,
+) -> SwitchyardApp:
+    """`reload_from`: reads and validates the config file again (SIGHUP, the admin API's
+    reload); None: this app cannot reload. `signals`: handle SIGHUP and drain on
+    SIGTERM/SIGINT (a served process only, never a test's event loop)."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             gateway = await start_gateway(config)
-            stack.push_async_callback(_stop_worker, gateway)
+            runtime = Runtime(
+                gateway, load=reload_from, on_swap=lambda new: setattr(app.state, "gateway", new)
+            )
+            stack.push_async_callback(_stop_worker, runtime)
             app.state.gateway = gateway
+            app.state.runtime = runtime
+            if signals:
+                stack.enter_context(handle_signals(runtime, asyncio.get_running_loop()))
             if config.demo.traffic_rps > 0:
                 routes = [route.name for route in config.routes]
                 start_task(stack, run_demo(entry, config.demo, routes), name="demo-traffic")
@@ -78,6 +132,7 @@ def create_app(config: Config) -> SwitchyardApp:
     app.include_router(count_tokens_router)
     app.include_router(dashboard_router)
     app.include_router(admin_router)
+    app.include_router(reload_router)
     app.add_exception_handler(SwitchyardError, _on_switchyard_error)
     app.add_exception_handler(HTTPException, _on_http_exception)
     app.add_exception_handler(RequestValidationError, _on_invalid_parameters)
@@ -86,9 +141,10 @@ def create_app(config: Config) -> SwitchyardApp:
     return entry
 
 
-async def _stop_worker(gateway: Gateway) -> None:
-    await stop_gateway(gateway)
-    if gateway.telemetry.metrics is not None and gateway.telemetry.metrics.multiprocess:
+async def _stop_worker(runtime: Runtime) -> None:
+    await runtime.close()
+    metrics = runtime.current.telemetry.metrics
+    if metrics is not None and metrics.multiprocess:
         # Live gauges (in flight, health) of a stopped worker must stop counting.
         multiprocess.mark_process_dead(os.getpid())  # type: ignore[no-untyped-call]
 

@@ -28,7 +28,7 @@ from gateway.bounds import check_depth
 from gateway.config import RouteConfig
 from gateway.decisions import DecisionRecord
 from gateway.errors import PayloadTooLarge, SwitchyardError
-from gateway.http.admission import admit, keyed_traits, rejection_headers
+from gateway.http.admission import admit, budgeted_route, keyed_traits, rejection_headers
 from gateway.http.dialect import Dialect, Translation
 from gateway.http.exchange import Exchange
 from gateway.http.ingress import ProxyPath
@@ -122,6 +122,9 @@ async def _respond(
         traits = keyed_traits(
             exchange.caller, route.name, traits_of(endpoint, body, head, request.headers)
         )
+        route, budget = await budgeted_route(
+            gateway.tenancy.budgets, gateway.router, exchange.caller, route
+        )
         plan = gateway.router.plan(route, traits)
         limits = await admit(
             gateway.tenancy.limiter,
@@ -143,7 +146,7 @@ async def _respond(
     exchange.quality = _quality_context(gateway, record, route, body, traits)
     path = _UPSTREAM_PATHS[endpoint]
     upstream = UpstreamBodies(path, translation.body, body, head.model, traits.stream)
-    headers = {"x-switchyard-decision": decision.id, **limits}
+    headers = {"x-switchyard-decision": decision.id, **budget, **limits}
     try:
         if traits.stream:
             return await _open_stream(gateway, exchange, translation, plan, upstream, headers)
@@ -193,6 +196,7 @@ async def _open_stream(
     lease, stream = await gateway.dispatcher.open_stream(
         record, plan, upstream.request_for, deadline
     )
+    stream = gateway.drain.watch(stream)  # a shutdown's deadline can end it, with an event
     exchange.lease = lease
     headers["x-switchyard-backend"] = lease.backend
     headers["cache-control"] = "no-cache"

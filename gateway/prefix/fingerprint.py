@@ -39,6 +39,15 @@ class Fingerprint:
     blocks: tuple[bytes, ...]
     prompt_tokens: int
     prompt_bytes: int
+    part_ends: tuple[int, ...] = ()
+    """Full blocks after each part (the tools when `has_tools`, then each message): where
+    a prefix that ends with that part ends in `blocks`, rounded down to a block."""
+    has_tools: bool = False
+
+    def blocks_after_message(self, index: int) -> int:
+        """Full blocks of the prefix ending with message `index` (-1: with the tools)."""
+        part = index + self.has_tools
+        return self.part_ends[part] if 0 <= part < len(self.part_ends) else 0
 
     def tokens_in(self, n_blocks: int) -> int:
         """Tokens covered by the first `n_blocks` blocks (pro rata by rendered bytes)."""
@@ -78,18 +87,21 @@ class Fingerprinter:
         if tools:
             parts.append((b"tools", orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)))
         parts.extend(_message_parts(m) for m in messages)
-        return self._fingerprint(salt, parts)
+        return self._fingerprint(salt, parts, has_tools=bool(tools))
 
     def text(self, salt: str, prompt: str) -> Fingerprint:
         return self._fingerprint(salt, [(b"prompt", prompt)])
 
-    def _fingerprint(self, salt: str, parts: list[tuple[bytes | str, ...]]) -> Fingerprint:
+    def _fingerprint(
+        self, salt: str, parts: list[tuple[bytes | str, ...]], *, has_tools: bool = False
+    ) -> Fingerprint:
         root = salt.encode()
         chain: _Chain = (xxh3_64_intdigest(root).to_bytes(8, "little"), b"", (), 0, 0)
         key = hash(root)
         blocks: list[bytes] = []
         tokens = 0
         total_bytes = 0
+        ends: list[int] = []
         cache = self._cache
         for part in parts:
             key = hash((key, part))
@@ -104,7 +116,8 @@ class Fingerprinter:
             blocks += new_blocks
             tokens += new_tokens
             total_bytes += rendered
-        return Fingerprint(tuple(blocks), tokens, total_bytes)
+            ends.append(len(blocks))
+        return Fingerprint(tuple(blocks), tokens, total_bytes, tuple(ends), has_tools)
 
     def _extend(self, key: int, previous: _Chain, part: tuple[bytes | str, ...]) -> _Chain:
         """A message not seen after this prefix: hash its bytes and count its tokens."""

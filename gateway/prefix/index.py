@@ -6,6 +6,11 @@ request's blocks are inserted last-block-first, so that LRU eviction takes the t
 old prompts before their heads, as an engine's cache does; a block's presence then
 implies its whole prefix (ids are chained), "longest matching prefix" is well defined,
 and a lookup binary-searches for it instead of walking the prompt.
+
+A provider that caches only where the request put a breakpoint (`explicit`) holds a
+prompt's blocks only up to its last breakpoint, and a hit only ends at an entry: a block
+marked as a breakpoint's end when it was written. Its TTL (every backend's, engines'
+too) is calibrated from reported cached tokens between a floor and `max_ttl_s`.
 """
 
 from __future__ import annotations
@@ -22,11 +27,25 @@ _BYTES_PER_ENTRY = 200
 """Rough CPython cost of one entry: an LRU node, a shared-map slot, an 8-byte key."""
 
 
+MIN_TTL_S = 30.0
+"""TTL calibration never assumes a shorter retention than this (nor than the spec's)."""
+_TTL_SHRINK = 0.75
+_TTL_GROW_SHARE = 0.1
+"""A miss cuts the assumed TTL by a quarter; a hit beyond the prediction adds a tenth of the
+configured TTL: misses are costly predictions, so they weigh more."""
+
+
 @dataclass(frozen=True, slots=True)
 class CacheSpec:
     capacity_tokens: int
     ttl_s: float
     bytes_per_token: float = 4.0
+    max_ttl_s: float | None = None
+    """The longest TTL calibration may learn (None: `ttl_s`, no growth)."""
+    refresh_on_hit: bool = True
+    """A use restarts a block's TTL; False: it runs from the first write."""
+    explicit: bool = False
+    """Holds only what ended at a breakpoint (entries), e.g. Anthropic's prompt cache."""
 
     @property
     def capacity_blocks(self) -> int:
@@ -44,6 +63,8 @@ class PrefixIndex:
         self._lru: dict[str, OrderedDict[bytes, float]] = {name: OrderedDict() for name in specs}
         self._owners: dict[bytes, int] = {}
         self._ttl = {name: spec.ttl_s for name, spec in specs.items()}
+        self._entries: dict[str, set[bytes]] = {n: set() for n, s in specs.items() if s.explicit}
+        """Per explicit backend: the blocks that end a written breakpoint's prefix."""
         self._oldest = dict.fromkeys(specs, math.inf)
         """Per backend, at most the time its least recently used block was touched: while
         that is within the TTL, nothing can have expired and a lookup need not check."""
@@ -78,6 +99,9 @@ class PrefixIndex:
                 if bits[name] & ended:
                     matched[name] = end
             start, held = end, rest
+        for name, entries in self._entries.items():
+            if matched.get(name):
+                matched[name] = _last_entry(blocks, matched[name], entries)
         return matched
 
     def _held_by(self, blocks: Sequence[bytes], i: int, wanted: int) -> int:
@@ -96,19 +120,30 @@ class PrefixIndex:
                 high = mid
         return low
 
-    def insert(self, name: str, blocks: Sequence[bytes]) -> None:
-        """Record that `name` now holds every block of this prompt."""
+    def insert(self, name: str, blocks: Sequence[bytes], entries: Sequence[int] = ()) -> None:
+        """Record that `name` now holds every block of this prompt; for an explicit
+        backend, only up to the last of `entries` (block counts where breakpoints end)."""
+        explicit = self._entries.get(name)
+        if explicit is not None:
+            ends = [n for n in entries if 0 < n <= len(blocks)]
+            if not ends:
+                return
+            blocks = blocks[: max(ends)]
+            explicit.update(blocks[n - 1] for n in ends)
         lru = self._lru[name]
         bit = self._bit[name]
         now = self._clock()
         owners = self._owners
+        refresh = self._specs[name].refresh_on_hit
         if not lru:
             self._oldest[name] = now
         for block in reversed(blocks):
-            if block in lru:
+            if block not in lru:
+                owners[block] = owners.get(block, 0) | bit
+            elif refresh:
                 lru.move_to_end(block)
             else:
-                owners[block] = owners.get(block, 0) | bit
+                continue
             lru[block] = now
         self._evict_over(name, self._capacity[name])
 
@@ -123,6 +158,47 @@ class PrefixIndex:
         spec = self._specs[name].capacity_blocks
         self._capacity[name] = min(spec, self._capacity[name] + max(1, spec // 20))
         return self._capacity[name]
+
+    def carry_over(self, previous: PrefixIndex, names: Iterable[str]) -> None:
+        """Copy what `previous` knew of these backends (a reload kept them as they were);
+        each keeps its LRU order and touch times, within this index's capacity."""
+        for name in names:
+            if name not in self._bit or name not in previous._bit:
+                continue
+            lru = OrderedDict(previous._lru[name])
+            bit = self._bit[name]
+            for block in lru:
+                self._owners[block] = self._owners.get(block, 0) | bit
+            self._lru[name] = lru
+            self._oldest[name] = previous._oldest[name]
+            self._capacity[name] = min(self._capacity[name], previous._capacity[name])
+            # A provider's entries and its calibrated TTL carry over with its blocks.
+            if name in self._entries and name in previous._entries:
+                self._entries[name] = set(previous._entries[name])
+            spec = self._specs[name]
+            if previous._specs[name].ttl_s == spec.ttl_s:
+                self._ttl[name] = min(previous._ttl[name], max(spec.ttl_s, spec.max_ttl_s or 0))
+            self._evict_over(name, self._capacity[name])
+
+    def shorten_ttl(self, name: str) -> float:
+        """The provider held less than predicted: entries go sooner than assumed."""
+        floor = min(MIN_TTL_S, self._specs[name].ttl_s)
+        self._ttl[name] = max(floor, self._ttl[name] * _TTL_SHRINK)
+        return self._ttl[name]
+
+    def lengthen_ttl(self, name: str) -> float:
+        """The provider held more than predicted: entries last longer than assumed."""
+        spec = self._specs[name]
+        ceiling = max(spec.ttl_s, spec.max_ttl_s or spec.ttl_s)
+        self._ttl[name] = min(ceiling, self._ttl[name] + spec.ttl_s * _TTL_GROW_SHARE)
+        return self._ttl[name]
+
+    def ttl_s(self, name: str) -> float:
+        """The TTL assumed for `name` now (calibrated)."""
+        return self._ttl[name]
+
+    def spec(self, name: str) -> CacheSpec:
+        return self._specs[name]
 
     def capacity_blocks(self, name: str) -> int:
         return self._capacity[name]
@@ -144,6 +220,8 @@ class PrefixIndex:
                     "capacity_blocks": self._capacity[name],
                     "configured_capacity_blocks": spec.capacity_blocks,
                     "ttl_s": spec.ttl_s,
+                    "assumed_ttl_s": round(self._ttl[name], 1),
+                    "explicit": spec.explicit,
                 }
                 for name, spec in self._specs.items()
             },
@@ -173,9 +251,20 @@ class PrefixIndex:
         lru = self._lru[name]
         if lru.pop(block, None) is None:
             return False
+        entries = self._entries.get(name)
+        if entries is not None:
+            entries.discard(block)
         remaining = self._owners.get(block, 0) & ~self._bit[name]
         if remaining:
             self._owners[block] = remaining
         else:
             self._owners.pop(block, None)
         return True
+
+
+def _last_entry(blocks: Sequence[bytes], held: int, entries: set[bytes]) -> int:
+    """The longest prefix of `blocks`, at most `held` blocks, that ends at an entry."""
+    for end in range(held, 0, -1):
+        if blocks[end - 1] in entries:
+            return end
+    return 0

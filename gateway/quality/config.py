@@ -69,6 +69,15 @@ class ProbeConfig(_Strict):
         0.15, gt=0, le=1, description="Canary drift (total variation of top logprobs) alarm."
     )
     weight: float = Field(2.0, gt=0, description="Evidence weight of one probe result.")
+    suspect_probes: bool = Field(
+        True, description="Probe a suspect with requests like those under suspicion."
+    )
+    suspect_interval_s: float = Field(
+        10.0, gt=0, description="One targeted probe per suspect this often."
+    )
+    suspect_max_tokens_per_hour: int = Field(
+        30_000, ge=0, description="Budget of the targeted probes per backend."
+    )
 
 
 class QualityConfig(_Strict):
@@ -92,7 +101,28 @@ class QualityConfig(_Strict):
         2.576, gt=0, description="The same for the recent estimate (99.5%): few responses."
     )
     demote_below: float = Field(0.8, gt=0, lt=1)
+    certain_below: float = Field(
+        0.25,
+        ge=0,
+        lt=1,
+        description="Fidelity below this ejects at once; between it and 1 the pair is a "
+        "suspect, ejected only when fresh evidence convicts it (see suspicion.py).",
+    )
     restore_above: float = Field(0.9, gt=0, le=1)
+    trial_false_ejection: float = Field(
+        0.01,
+        gt=0,
+        lt=0.5,
+        description="A suspect's trial ejects a backend at its tolerated rate with at most "
+        "this chance (the SPRT's alpha; suspicion.py).",
+    )
+    trial_false_clearance: float = Field(
+        0.05,
+        gt=0,
+        lt=0.5,
+        description="... and clears one as far above the ejection level with at most this "
+        "chance (beta).",
+    )
     ejection_base_s: float = Field(30.0, gt=0, description="First ejection's length.")
     ejection_max_s: float = Field(900.0, gt=0, description="Cap on the doubling back-off.")
     ejection_jitter: float = Field(0.2, ge=0, le=1, description="Up to this share longer.")
@@ -101,6 +131,9 @@ class QualityConfig(_Strict):
     )
     history_size: int = Field(360, ge=1, le=100_000, description="Score samples kept per pair.")
     history_interval_s: float = Field(10.0, gt=0, description="Score sampling period.")
+    audit_size: int = Field(
+        32, ge=1, le=10_000, description="State changes kept per pair with their evidence."
+    )
     max_pairs: int = Field(1024, ge=1, description="Backend x model pairs tracked, at most.")
     show_details: bool = Field(
         False,
@@ -122,6 +155,8 @@ class QualityConfig(_Strict):
     def _hysteresis(self) -> QualityConfig:
         if self.restore_above <= self.demote_below:
             raise ValueError("restore_above must be above demote_below (hysteresis)")
+        if self.certain_below > self.demote_below:
+            raise ValueError("certain_below must not be above demote_below")
         return self
 
     def tolerance(self, signal: str) -> SignalTolerance:

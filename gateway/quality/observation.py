@@ -85,3 +85,6 @@ class SignalEvent:
     weight: float = 1.0
     """Evidence weight of this event (1 for a request; probes may count more)."""
     extra: Mapping[str, float] = field(default_factory=dict)
+    stratum: str = ""
+    """For signals judged against peers: the kind of request (e.g. `text/7`), so that a
+    backend is compared with its peers on the same kind of requests, not on another mix."""

@@ -104,10 +104,11 @@ class QualityRecorder:
 
     def failure(
         self, context: RequestContext, backend: str, code: str, *, model: str | None = None
-    ) -> None:
+    ) -> list[SignalEvent]:
         """A failed attempt; `model`: the one asked of `backend`, when not the context's."""
         outcome, kind = classify_failure(code)
-        self._record(Observation(backend, model or context.model, 0.0, outcome, error_kind=kind))
+        observation = Observation(backend, model or context.model, 0.0, outcome, error_kind=kind)
+        return self._record(observation)
 
     def response(
         self,
@@ -119,7 +120,8 @@ class QualityRecorder:
         ttft_s: float | None = None,
         decode_s: float | None = None,
         model: str | None = None,
-    ) -> None:
+    ) -> list[SignalEvent]:
+        """The response's evidence, recorded in the book and returned."""
         outcome: Outcome = "ok"
         kind: str | None = None
         if error_code is not None:
@@ -145,9 +147,9 @@ class QualityRecorder:
             tpot_target_ms=context.tpot_target_ms,
             **observation_fields(collected),
         )
-        self._record(observation)
+        return self._record(observation)
 
-    def _record(self, observation: Observation) -> None:
+    def _record(self, observation: Observation) -> list[SignalEvent]:
         events: list[SignalEvent] = evaluate(observation, self.params)
         tool_events = [e for e in events if e.signal in _TOOL_CALL_SIGNALS]
         if tool_events:
@@ -158,6 +160,7 @@ class QualityRecorder:
         if events:
             self.observed += 1
             self.book.record(observation.backend, observation.model, events)
+        return events
 
 
 def _tools(tools: object) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from gateway.quality.book import QualityBook
 from gateway.quality.canary import CANARY_PROMPTS, CanaryBaselines, canary_body, parse_canary
 from gateway.quality.config import ProbeConfig
 from gateway.quality.observation import SignalEvent
+from gateway.quality.probe_budget import ProbeBudget
 from gateway.quality.probe_kinds import (
     NEEDLE_MAX_TOKENS,
     Verdict,
@@ -34,12 +35,12 @@ from gateway.quality.probe_kinds import (
     needle_probe,
     tool_call_body,
 )
+from gateway.quality.suspect_probes import SuspectProber
 from gateway.tasks import cancel_and_wait
 from providers.base import Deadlines, Provider, UpstreamRequest
 from providers.errors import UpstreamError, UpstreamStatusError
 
 logger = logging.getLogger("switchyard")
-_HOUR_S = 3600.0
 _RESULTS_KEPT = 64
 
 
@@ -57,25 +58,6 @@ class ProbeResult:
     latency_s: float
     drift: float | None = None
     """The canary's drift from its reference (total variation of top logprobs)."""
-
-
-class _Budget:
-    """Tokens one backend's probes spent in the last hour."""
-
-    def __init__(self, per_hour: int) -> None:
-        self.per_hour = per_hour
-        self._spent: deque[tuple[float, int]] = deque()
-
-    def spent(self, now: float) -> int:
-        while self._spent and now - self._spent[0][0] >= _HOUR_S:
-            self._spent.popleft()
-        return sum(tokens for _, tokens in self._spent)
-
-    def allows(self, now: float, estimate: int) -> bool:
-        return self.spent(now) + estimate <= self.per_hour
-
-    def charge(self, now: float, tokens: int) -> None:
-        self._spent.append((now, tokens))
 
 
 class Prober:
@@ -98,7 +80,7 @@ class Prober:
         self.targets = sorted((b, m) for b, m in set(targets) if configs[b].enabled)
         self._clock = clock
         self._rng = rng or random.Random()
-        self._budgets = {b: _Budget(configs[b].max_tokens_per_hour) for b, _ in self.targets}
+        self._budgets = {b: ProbeBudget(configs[b].max_tokens_per_hour) for b, _ in self.targets}
         threshold = drift_threshold
         if threshold is None:
             threshold = min((c.drift_threshold for c in configs.values()), default=0.15)
@@ -110,17 +92,26 @@ class Prober:
         """Results kept so far: readers take the newest `kept - seen` of `results`."""
         self.skipped = 0
         self.tokens = 0
+        self.gate: Callable[[], bool] = _always
+        """Asked before each scheduled cycle: false skips it (another replica of the fleet
+        holds the probe lease and shares what its probes find)."""
         self._tasks: list[asyncio.Task[None]] = []
+        self.suspects = SuspectProber(
+            configs, book, providers, self.targets, clock=clock, rng=self._rng
+        )
+        """Targeted probes of suspects until their trial concludes (suspect_probes.py)."""
 
     def start(self) -> None:
         """One loop per backend, each at its own interval."""
         for backend in sorted({b for b, _ in self.targets}):
             task = asyncio.create_task(self._forever(backend), name=f"quality-probes-{backend}")
             self._tasks.append(task)
+        self.suspects.start(lambda: self.gate())
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
         await cancel_and_wait(*tasks)
+        await self.suspects.stop()
 
     async def run_cycle(self, backends: Iterable[str] | None = None) -> list[ProbeResult]:
         """Probe every target (of `backends`) once: targets concurrently, a target's
@@ -148,6 +139,8 @@ class Prober:
             "probes": self.probes,
             "skipped_over_budget": self.skipped,
             "tokens": self.tokens,
+            "suspect_probes": self.suspects.probes,
+            "suspect_probes_skipped_over_budget": self.suspects.skipped,
             "backends": {
                 backend: {
                     "interval_s": self.configs[backend].interval_s,
@@ -164,7 +157,8 @@ class Prober:
         await asyncio.sleep(self.configs[backend].interval_s * self._rng.uniform(0.1, 1.0))
         while True:
             try:
-                await self.run_cycle([backend])
+                if self.gate():
+                    await self.run_cycle([backend])
             except Exception:  # a probe bug must not end probing for good
                 logger.exception("quality probe cycle failed on %s", backend)
             await asyncio.sleep(self.configs[backend].interval_s)
@@ -271,6 +265,7 @@ class Prober:
         result = ProbeResult(
             backend, model, kind, ok, detail, tokens, started, latency, drift=verdict.drift
         )
+        self._book.note_probe(backend, model, f"{kind}: {detail}")
         return self._keep(result)
 
     async def _send(self, backend: str, raw: bytes) -> Any:
@@ -295,12 +290,17 @@ class Prober:
             return ProbeResult(backend, model, kind, None, detail, 0, started, latency)
         detail = f"probe failed: {exc.code or 'error'}"
         self._book.record(backend, model, [SignalEvent("error", True, "fidelity", detail)])
+        self._book.note_probe(backend, model, f"{kind}: {detail}")
         return ProbeResult(backend, model, kind, False, detail, 0, started, latency)
 
     def _keep(self, result: ProbeResult) -> ProbeResult:
         self.results.append(result)
         self.kept += 1
         return result
+
+
+def _always() -> bool:
+    return True
 
 
 def _refused_for_size(exc: UpstreamError) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gateway.quality.book import QualityBook
@@ -19,6 +20,7 @@ def quality_report(
             "demote_below": book.config.demote_below,
             "restore_above": book.config.restore_above,
             "min_evidence": book.config.min_evidence,
+            "certain_below": book.config.certain_below,
         },
         "pairs": pairs,
         "events": book.events,
@@ -60,7 +62,15 @@ def pair_report(
         "ejected_for_s": round(view.ejected_for_s, 1),
         "state_changes": book.transitions(backend, model),
         "signals": signals,
+        # Each state change with the evidence that caused it, oldest first (bounded).
+        "audit": [entry.as_dict(now) for entry in book.audit(backend, model)],
     }
+    if view.state == "suspect":
+        out["evidence"] = {
+            "seen": round(view.evidence_seen, 1),
+            "needed": view.evidence_needed if math.isfinite(view.evidence_needed) else None,
+            "on_trial": book.on_trial(backend, model),
+        }
     if history:
         out["history"] = [
             {"age_s": round(now - p.at, 1), "fidelity": p.fidelity, "sla": p.sla, "state": p.state}

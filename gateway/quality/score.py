@@ -10,9 +10,12 @@ a signal with less than `min_evidence` decayed responses cannot pull a score dow
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gateway.quality.config import SignalTolerance
+
+_ROUNDING = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +131,8 @@ def signal_score(
         if total < min_evidence:
             return 1.0
         excess = wilson_lower(bad, total, z) - baseline - tolerance.tolerated
+        if excess <= _ROUNDING:
+            return 1.0  # not a rounding error's worth of doubt (a suspect needs real evidence)
         span = tolerance.broken - tolerance.tolerated
         return 1.0 - min(1.0, max(0.0, excess / span))
 
@@ -137,3 +142,14 @@ def signal_score(
         recent_evidence = (evidence.recent_bad, evidence.recent_total)
         return SignalScore(signal, recent, rate, *recent_evidence, baseline, recent=True)
     return SignalScore(signal, score, rate, bad, total, baseline)
+
+
+def worst_of(scores: Iterable[SignalScore]) -> tuple[float, SignalScore | None]:
+    """The lowest score and its signal; (1, None) when none is below 1."""
+    worst: SignalScore | None = None
+    for score in scores:
+        if worst is None or score.score < worst.score:
+            worst = score
+    if worst is None or worst.score >= 1.0:
+        return 1.0, None
+    return worst.score, worst

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -305,7 +306,16 @@ def max_tokens_hit_signal(obs: Observation, params: SignalParams) -> SignalEvent
     if obs.outcome != "ok" or obs.max_tokens is None or obs.finish_reason is None:
         return None
     hit = obs.finish_reason == "length"
-    return event("max_tokens_hit", hit, f"stopped at max_tokens {obs.max_tokens:,}")
+    verdict = event("max_tokens_hit", hit, f"stopped at max_tokens {obs.max_tokens:,}")
+    return replace(verdict, stratum=max_tokens_stratum(obs))
+
+
+def max_tokens_stratum(obs: Observation) -> str:
+    """How likely a healthy backend is to hit max_tokens on this request: a tool-calling
+    request usually ends on its call, and a small max_tokens is hit far more often than a
+    large one (powers of two). Peers are compared within a stratum, never across them."""
+    kind = "tools" if obs.tools else "text"
+    return f"{kind}/{(obs.max_tokens or 0).bit_length()}"
 
 
 def ttft_signal(obs: Observation, params: SignalParams) -> SignalEvent | None:

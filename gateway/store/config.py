@@ -34,8 +34,9 @@ def normalize_database_url(url: str) -> str:
 class StoreConfig(_Strict):
     """The database that keeps request records, quality events and scores, probe results.
 
-    Writes go through a bounded, batched queue off the request path; when it is full or the
-    database is down, records are dropped and counted, and serving goes on.
+    Writes go through a bounded, batched queue off the request path; while the database is
+    down, records wait in the queue; when it is full, they are dropped and counted. Serving
+    goes on either way.
     """
 
     url: str | None = Field(

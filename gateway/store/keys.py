@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -18,7 +18,20 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from gateway.store.database import within
 from gateway.store.models import KEYS_TABLE
 
-EDITABLE = frozenset({"name", "routes", "tags", "rpm", "tpm", "team", "owner"})
+EDITABLE = frozenset(
+    {
+        "name",
+        "routes",
+        "tags",
+        "rpm",
+        "tpm",
+        "team",
+        "owner",
+        "budget_usd_per_day",
+        "budget_usd_per_month",
+        "budget_on_exhausted",
+    }
+)
 """Columns an update may change (the secret changes only by rotation)."""
 
 
@@ -38,6 +51,9 @@ class KeyRow:
     updated_at: datetime
     rotated_at: datetime | None = None
     revoked_at: datetime | None = None
+    budget_usd_per_day: float | None = None
+    budget_usd_per_month: float | None = None
+    budget_on_exhausted: Literal["reject", "fallback"] | None = None
 
     def public(self) -> dict[str, Any]:
         """What may be shown (admin API, `switchyard keys list`): never the hash."""
@@ -51,6 +67,9 @@ class KeyRow:
             "tpm": self.tpm,
             "team": self.team,
             "owner": self.owner,
+            "budget_usd_per_day": self.budget_usd_per_day,
+            "budget_usd_per_month": self.budget_usd_per_month,
+            "budget_on_exhausted": self.budget_on_exhausted,
             "created_at": _iso(self.created_at),
             "rotated_at": _iso(self.rotated_at),
             "revoked_at": _iso(self.revoked_at),
@@ -85,6 +104,9 @@ def _row(row: Row[Any]) -> KeyRow:
         updated_at=_aware(values["updated_at"]),
         rotated_at=_aware(values["rotated_at"]) if values["rotated_at"] else None,
         revoked_at=_aware(values["revoked_at"]) if values["revoked_at"] else None,
+        budget_usd_per_day=values["budget_usd_per_day"],
+        budget_usd_per_month=values["budget_usd_per_month"],
+        budget_on_exhausted=values["budget_on_exhausted"],
     )
 
 
@@ -104,6 +126,9 @@ def _values(key: KeyRow) -> dict[str, Any]:
         "updated_at": key.updated_at,
         "rotated_at": key.rotated_at,
         "revoked_at": key.revoked_at,
+        "budget_usd_per_day": key.budget_usd_per_day,
+        "budget_usd_per_month": key.budget_usd_per_month,
+        "budget_on_exhausted": key.budget_on_exhausted,
     }
 
 

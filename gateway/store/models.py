@@ -154,6 +154,10 @@ class ClientKey(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     rotated_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    budget_usd_per_day: Mapped[float | None] = mapped_column(Float)
+    budget_usd_per_month: Mapped[float | None] = mapped_column(Float)
+    budget_on_exhausted: Mapped[str | None] = mapped_column(String(16))
+    """`reject` or `fallback`; null: the config's `budgets.keys.on_exhausted`."""
 
 
 metadata = Base.metadata

@@ -1,8 +1,10 @@
 """Writes records to the store off the request path: a bounded queue drained in batches.
 
 The database being slow or down must never slow down or fail a request. So `put` only
-appends to a bounded in-memory queue; a background task inserts batches; rows that do not
-fit, or whose batch fails, are dropped and counted.
+appends to a bounded in-memory queue; a background task inserts batches. A batch that
+fails because the database is down, unreachable or slow goes back to the head of the queue
+and is written when the database answers again; rows that do not fit the queue, and
+batches the database refuses (a constraint, a type), are dropped and counted.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DefaultClause, String, Table, select
+from sqlalchemy import Table, select
+from sqlalchemy.exc import DataError, IntegrityError, ProgrammingError
 
 from gateway.store import migrate
 from gateway.store.config import StoreConfig
@@ -30,14 +33,17 @@ from gateway.store.database import (
     within,
 )
 from gateway.store.models import TABLES, TableName
+from gateway.store.rows import Row, group_rows
 
 log = logging.getLogger("switchyard.store")
 
-Row = dict[str, Any]
 RowCounter = Callable[[str, int], None]
 
-# What a database being down, slow or refusing a row looks like: the driver's errors arrive
-# wrapped in SQLAlchemyError, except refused or failed connections (OSError) and timeouts.
+# What the database says about the rows themselves: the same batch would fail again, so it
+# is dropped. Any other database error (refused, lost or timed-out connections, a server
+# shutting down) keeps the batch for the next attempt. A batch whose COMMIT was cut off may
+# thus be written twice: at least once, not at most once, across an outage.
+_REFUSED_ROWS = (IntegrityError, DataError, ProgrammingError)
 
 # Retention deletes at most this many rows of one table per transaction, and lets writes
 # in between: one long DELETE would hold the write lock (and SQLite's file lock) throughout.
@@ -82,6 +88,7 @@ class StoreWriter:
         # held for nothing longer than that.
         self._lock = threading.Lock()
         self._queue: deque[tuple[str, Row]] = deque()
+        self._writing = 0  # rows taken for the batch being written: still within the bound
         self._closed = False
         self._written = 0
         self._dropped = 0
@@ -109,7 +116,7 @@ class StoreWriter:
         if table not in TABLES:
             raise ValueError(f"unknown record table {table!r}")
         with self._lock:
-            if not self._closed and len(self._queue) < self._config.queue_size:
+            if not self._closed and len(self._queue) + self._writing < self._config.queue_size:
                 self._queue.append((table, row))
                 return True
             self._dropped += 1
@@ -262,21 +269,27 @@ class StoreWriter:
         return self._schema_ready
 
     async def _write_next(self) -> bool:
-        """Insert the next batch in one transaction; False if that failed (batch dropped)."""
+        """Insert the next batch in one transaction; False if that failed (the batch is
+        back at the head of the queue, or dropped if the database refused its rows)."""
         async with self._write_lock:
-            batch = self._take(self._config.batch_size)
+            batch = self._take(self._config.batch_size, writing=True)
             if not batch:
                 return True
-            groups = _group(batch)
+            groups = group_rows(batch)
             try:
                 await within(self._config.write_timeout_s, self._insert(groups))
             except asyncio.CancelledError:
-                self._drop(batch)
+                self._drop(batch, written=True)
                 raise
-            except DATABASE_ERRORS as exc:
-                self._drop(batch)
+            except _REFUSED_ROWS as exc:
+                self._drop(batch, written=True)
                 self._failed("write", exc)
                 return False
+            except DATABASE_ERRORS as exc:
+                self._put_back(batch)
+                self._failed("write", exc)
+                return False
+            self._done_writing(batch)
         self._written += len(batch)
         for table, rows in groups.items():
             self._on_written(table, len(rows))
@@ -288,16 +301,33 @@ class StoreWriter:
             for table, rows in groups.items():
                 await conn.execute(TABLES[table].insert(), rows)
 
-    def _take(self, limit: int) -> list[tuple[str, Row]]:
+    def _take(self, limit: int, *, writing: bool = False) -> list[tuple[str, Row]]:
+        """The oldest `limit` rows; with `writing`, they count against the queue's bound
+        until `_done_writing`, `_put_back` or `_drop(..., written=True)`."""
         with self._lock:
-            return [self._queue.popleft() for _ in range(min(limit, len(self._queue)))]
+            batch = [self._queue.popleft() for _ in range(min(limit, len(self._queue)))]
+            if writing:
+                self._writing = len(batch)
+            return batch
 
-    def _drop(self, batch: list[tuple[str, Row]]) -> None:
+    def _done_writing(self, batch: list[tuple[str, Row]]) -> None:
+        with self._lock:
+            self._writing -= len(batch)
+
+    def _put_back(self, batch: list[tuple[str, Row]]) -> None:
+        """At the head of the queue, in order: written first when the database is back."""
+        with self._lock:
+            self._writing -= len(batch)
+            self._queue.extendleft(reversed(batch))
+
+    def _drop(self, batch: list[tuple[str, Row]], *, written: bool = False) -> None:
         if not batch:
             return
         with self._lock:
             self._dropped += len(batch)
-        for table, rows in _group(batch).items():
+            if written:
+                self._writing -= len(batch)
+        for table, rows in group_rows(batch).items():
             self._on_dropped(table, len(rows))
 
     def _failed(self, action: str, exc: BaseException) -> None:
@@ -321,54 +351,3 @@ def _report_crash(task: asyncio.Task[None]) -> None:
     # it would only surface as a queue that never drains.
     if not task.cancelled() and task.exception() is not None:
         log.error("record store: %s stopped", task.get_name(), exc_info=task.exception())
-
-
-def _group(batch: list[tuple[str, Row]]) -> dict[str, list[Row]]:
-    """Rows by table, each table's rows with the same keys (one executemany needs that).
-
-    A key some rows lack gets the column's server default there (`replica`: ''), else None.
-    """
-    groups: dict[str, list[Row]] = {}
-    for table, row in batch:
-        groups.setdefault(table, []).append(_fit(row, _LENGTHS[table]))
-    for table, rows in groups.items():
-        keys = set(rows[0])
-        if any(set(row) != keys for row in rows):
-            keys = set().union(*rows)
-            missing = _DEFAULTS[table]
-            groups[table] = [
-                {key: row[key] if key in row else missing.get(key) for key in keys} for row in rows
-            ]
-    return groups
-
-
-def _fit(row: Row, lengths: dict[str, int]) -> Row:
-    """The row with strings cut to their column's length.
-
-    PostgreSQL refuses a longer value (SQLite does not), and with it the whole batch.
-    """
-    for column, length in lengths.items():
-        value = row.get(column)
-        if isinstance(value, str) and len(value) > length:
-            row = row | {column: value[:length]}
-    return row
-
-
-_LENGTHS: dict[str, dict[str, int]] = {
-    name: {
-        column.name: column.type.length
-        for column in table.columns
-        if isinstance(column.type, String) and column.type.length
-    }
-    for name, table in TABLES.items()
-}
-
-_DEFAULTS: dict[str, dict[str, str]] = {
-    name: {
-        column.name: column.server_default.arg
-        for column in table.columns
-        if isinstance(column.server_default, DefaultClause)
-        and isinstance(column.server_default.arg, str)
-    }
-    for name, table in TABLES.items()
-}

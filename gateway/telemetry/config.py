@@ -6,31 +6,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from policies.prices import Prices
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class PricingConfig(_Strict):
-    """What a backend charges, in US dollars per million tokens (cost in records/metrics)."""
-
-    input_usd_per_mtok: float = Field(0.0, ge=0, description="Uncached prompt tokens.")
-    cached_input_usd_per_mtok: float | None = Field(
-        None, ge=0, description="Prompt tokens the provider reports cached; unset: input price."
-    )
-    output_usd_per_mtok: float = Field(0.0, ge=0, description="Completion tokens.")
-
-    def cost_usd(self, prompt_tokens: int, cached_tokens: int, completion_tokens: int) -> float:
-        cached = min(max(cached_tokens, 0), prompt_tokens)
-        cached_price = self.cached_input_usd_per_mtok
-        if cached_price is None:
-            cached_price = self.input_usd_per_mtok
-        total = (
-            (prompt_tokens - cached) * self.input_usd_per_mtok
-            + cached * cached_price
-            + completion_tokens * self.output_usd_per_mtok
-        )
-        return total / 1_000_000
+PricingConfig = Prices
+"""A backend's `pricing` (and each of its `model_pricing`): `policies.prices.Prices`, where
+policies read it too."""
 
 
 AccessLogMode = Literal["off", "line", "json"]

@@ -27,8 +27,8 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from gateway.telemetry.config import PricingConfig
 from gateway.telemetry.record import RequestRecord
+from policies.prices import NO_PRICES, PriceLookup
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
@@ -62,6 +62,7 @@ METRIC_NAMES: tuple[str, ...] = (
     "switchyard_telemetry_dropped_total",
     "switchyard_store_rows_written_total",
     "switchyard_store_up",
+    "switchyard_redis_up",
 )
 """Every metric family the gateway exports (histograms add _bucket, _sum and _count)."""
 
@@ -78,7 +79,6 @@ class _Series:
     reporting: Counter
     predicted: Counter
     completion: Counter
-    cost: Counter
 
 
 class GatewayMetrics:
@@ -89,13 +89,13 @@ class GatewayMetrics:
     def __init__(
         self,
         weights: Mapping[str, Mapping[str, float]] | None = None,
-        pricing: Mapping[str, PricingConfig | None] | None = None,
+        prices: PriceLookup = NO_PRICES,
         max_team_labels: int = 32,
     ) -> None:
         self.multiprocess = bool(os.environ.get(MULTIPROC_ENV))
         self.registry = CollectorRegistry(auto_describe=True)
         self._weights = weights or {}
-        self._pricing = pricing or {}
+        self._prices = prices
         self._children: dict[tuple[str, str], _Series] = {}
         self._max_teams = max_team_labels
         self._teams: set[str] = set()
@@ -190,8 +190,9 @@ class GatewayMetrics:
         )
         self.cost = Counter(
             "switchyard_cost_usd",
-            "Spend in US dollars at the backend's configured prices.",
-            route_backend,
+            "Spend in US dollars at the configured prices of the backend and the upstream "
+            "model that answered (its tier, cache reads and writes, reasoning, fee).",
+            (*route_backend, "model"),
             registry=r,
         )
 
@@ -258,6 +259,14 @@ class GatewayMetrics:
             registry=r,
             multiprocess_mode="livemin",
         )
+        self.redis_up = Gauge(
+            "switchyard_redis_up",
+            "1 while Redis answers, by use (state-sync: shared routing state; limits: "
+            "shared rate-limit buckets); 0: that use runs on this process's own state.",
+            ("use",),
+            registry=r,
+            multiprocess_mode="livemin",
+        )
 
     def _tokens(self, name: str, doc: str) -> Counter:
         return Counter(name, doc, ("route", "backend"), registry=self.registry)
@@ -286,7 +295,9 @@ class GatewayMetrics:
                 series.reporting.inc(prompt)
             series.predicted.inc(record.predicted_cached_tokens)
             series.completion.inc(completion)
-            series.cost.inc(record.cost_usd(self._pricing.get(backend)))
+            model = record.model
+            cost = record.cost_usd(self._prices.lookup(backend, model))
+            self.cost.labels(route, backend, model).inc(cost)
         policy = record.deciding_policy(self._weights.get(route, {}))
         chosen = record.decision.decision.chosen or "none"
         self.decisions.labels(route, chosen, policy.name).inc()
@@ -322,7 +333,6 @@ class GatewayMetrics:
                 reporting=self.reporting_tokens.labels(route, backend),
                 predicted=self.predicted_cached.labels(route, backend),
                 completion=self.completion_tokens.labels(route, backend),
-                cost=self.cost.labels(route, backend),
             )
         return found
 

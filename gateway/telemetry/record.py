@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gateway.decisions import DecisionRecord
-from gateway.telemetry.config import PricingConfig
 from policies.decision import CandidateReport, Decision
+from policies.prices import Prices, TokenUse
 from providers.usage import Usage
 
 _CLIENT_GONE = frozenset({"client_disconnected", "cancelled"})
@@ -49,6 +49,8 @@ class RequestRecord:
     team: str | None = None
     """The virtual key's team, when it has one."""
     _deciding: DecidingPolicy | None = None
+    _priced: tuple[Prices, float] | None = None
+    """The last `cost_usd`: every sink prices the record, mostly at the same prices."""
 
     def deciding_policy(self, weights: Mapping[str, float]) -> DecidingPolicy:
         """Computed once per record, on the telemetry thread (every sink runs there)."""
@@ -81,8 +83,10 @@ class RequestRecord:
 
     @property
     def upstream_s(self) -> float:
-        """Time spent waiting on backends before the response (or first byte) came."""
-        return sum(a.duration_ms for a in self.decision.attempts) / 1000.0
+        """Time spent waiting on backends before the response (or first byte) came, their
+        cool-downs included (a route whose every backend was cooling down)."""
+        waited_ms = self.decision.cool_down_wait_ms
+        return (waited_ms + sum(a.duration_ms for a in self.decision.attempts)) / 1000.0
 
     @property
     def overhead_s(self) -> float:
@@ -124,10 +128,30 @@ class RequestRecord:
             return self.decision.work.prompt_tokens, 0, 0
         return usage.prompt_tokens, usage.cached_tokens or 0, usage.completion_tokens
 
-    def cost_usd(self, pricing: PricingConfig | None) -> float:
-        if pricing is None or self.usage is None:
+    def cost_usd(self, pricing: Prices | None) -> float:
+        """What the answer cost at `pricing`, from the backend's usage: the tier of its
+        prompt, cached reads, cache writes, reasoning and the fee. 0 without usage (no
+        answer, or a backend that reports none) or without prices. Telemetry thread only
+        (it keeps the last answer)."""
+        usage = self.usage
+        if pricing is None or usage is None:
             return 0.0
-        return pricing.cost_usd(*self.tokens())
+        priced = self._priced
+        if priced is not None and priced[0] is pricing:
+            return priced[1]
+        written, long = usage.cache_write_tokens or 0, usage.cache_write_1h_tokens or 0
+        cost = pricing.cost_of(
+            TokenUse(
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cached_tokens=usage.cached_tokens or 0,
+                cache_write_tokens=max(0, written - long),
+                cache_write_1h_tokens=min(long, written) if written else long,
+                reasoning_tokens=usage.reasoning_tokens or 0,
+            )
+        )
+        self._priced = (pricing, cost)
+        return cost
 
 
 @dataclass(frozen=True, slots=True)

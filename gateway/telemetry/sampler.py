@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from gateway.fleet.state import FleetState
+from gateway.quality.audit import stored_reason
 from gateway.quality.book import QualityBook
 from gateway.quality.prober import Prober
 from gateway.telemetry.metrics import GatewayMetrics
@@ -36,6 +37,7 @@ class Sampler:
         snapshot_every_s: float = 60.0,
         pipe: TelemetryPipe | None = None,
         store_up: Callable[[], bool] | None = None,
+        redis_up: Callable[[], Mapping[str, bool]] | None = None,
         rejections: Mapping[str, int] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
@@ -48,6 +50,7 @@ class Sampler:
         self._snapshot_every_s = snapshot_every_s
         self._pipe = pipe
         self._store_up = store_up
+        self._redis_up = redis_up
         self._rejections = rejections if rejections is not None else {}
         self._clock = clock
         self._wall = wall
@@ -100,6 +103,9 @@ class Sampler:
                 self._metrics.dropped.labels("pipe").inc(new)
         if self._store_up is not None:
             self._metrics.store_up.set(1.0 if self._store_up() else 0.0)
+        if self._redis_up is not None:
+            for use, up in self._redis_up().items():
+                self._metrics.redis_up.labels(use).set(1.0 if up else 0.0)
         for code, count in list(self._rejections.items()):
             new = self._seen.new(f"rejected {code}", count)
             if new:
@@ -121,7 +127,7 @@ class Sampler:
                         "replica": self._replica,
                         "from_state": change.before,
                         "to_state": change.after,
-                        "reason": view.reason,
+                        "reason": stored_reason(view.reason, change.evidence),
                         "fidelity": view.fidelity,
                         "sla": view.sla,
                     },

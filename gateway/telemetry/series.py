@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from gateway.telemetry.config import PricingConfig, TelemetryConfig
+from gateway.telemetry.config import TelemetryConfig
 from gateway.telemetry.histogram import Histogram, quantiles_ms
 from gateway.telemetry.record import RequestRecord
+from policies.prices import PriceLookup
 
 _QS = (0.5, 0.9, 0.99)
 _REUSE_S = 1.0
@@ -83,13 +84,13 @@ class DashboardSeries:
     def __init__(
         self,
         config: TelemetryConfig,
-        pricing: Mapping[str, PricingConfig | None],
+        prices: PriceLookup,
         weights: Mapping[str, Mapping[str, float]],
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
-        self._pricing = pricing
+        self._prices = prices
         self._weights = weights
         self._clock = clock
         self._slots = config.window_s // config.bucket_s + 1
@@ -100,7 +101,7 @@ class DashboardSeries:
 
     def consume(self, record: RequestRecord) -> None:
         deciding = record.deciding_policy(self._weights.get(record.route, {}))
-        cost = record.cost_usd(self._pricing.get(record.backend or ""))
+        cost = record.cost_usd(self._prices.lookup(record.backend, record.model))
         blamed = record.blamed_backend
         with self._lock:
             fleet = self._fleet.bucket(record.at)

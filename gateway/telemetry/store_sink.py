@@ -8,8 +8,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from gateway.telemetry.config import PricingConfig
 from gateway.telemetry.record import RequestRecord
+from policies.prices import PriceLookup
 
 _PROMPT_FIELDS = ("messages", "prompt", "input", "tools")
 
@@ -25,14 +25,14 @@ class StoreSink:
         self,
         writer: RowWriter,
         weights: Mapping[str, Mapping[str, float]],
-        pricing: Mapping[str, PricingConfig | None],
+        prices: PriceLookup,
         *,
         keep_prompts: bool = False,
         max_prompt_bytes: int = 64 * 1024,
     ) -> None:
         self._writer = writer
         self._weights = weights
-        self._pricing = pricing
+        self._prices = prices
         self._keep_prompts = keep_prompts
         self._max_prompt_bytes = max_prompt_bytes
 
@@ -72,7 +72,7 @@ class StoreSink:
             "e2e_ms": record.e2e_s * 1000.0,
             "overhead_ms": record.overhead_s * 1000.0,
             "decision_us": decision.total_us,
-            "cost_usd": record.cost_usd(self._pricing.get(record.backend or "")),
+            "cost_usd": record.cost_usd(self._prices.lookup(record.backend, record.model)),
             "prompt": self._prompt(record) if self._keep_prompts else None,
         }
 

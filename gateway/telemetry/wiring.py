@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gateway.backend_config import price_book
 from gateway.config import Config
 from gateway.fleet.state import FleetState
 from gateway.quality.book import QualityBook
@@ -17,12 +18,14 @@ from gateway.store.reads import latest_quality
 from gateway.store.writer import StoreWriter
 from gateway.tasks import cancel_and_wait
 from gateway.telemetry.access_log import AccessLog
+from gateway.telemetry.live_prices import LivePrices
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.pipe import TelemetryPipe
 from gateway.telemetry.sampler import Sampler
 from gateway.telemetry.series import DashboardSeries
 from gateway.telemetry.store_sink import StoreSink
 from policies import Pipeline
+from policies.prices import NO_PRICES
 
 logger = logging.getLogger("switchyard.telemetry")
 
@@ -36,6 +39,10 @@ class Telemetry:
     rejections: dict[str, int] = field(default_factory=dict)
     """Requests refused before routing (bad key, body, JSON, model), by error code. Codes
     are the gateway's own, a small fixed set. Written on the event loop only."""
+    prices: LivePrices = field(default_factory=lambda: LivePrices(NO_PRICES))
+    """What the sinks charge records at; a reload swaps in its config's (`use`)."""
+    redis_up: Callable[[], Mapping[str, bool]] | None = None
+    """Whether each use of Redis answers (`Gateway.redis_up`), for `switchyard_redis_up`."""
     _sampler: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def rejected(self, code: str) -> None:
@@ -50,15 +57,15 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
         route.name: {ws.scorer.name: ws.weight for ws in pipelines[route.profile].scorers}
         for route in config.routes
     }
-    pricing = {b.name: b.pricing for b in config.backends}
+    prices = LivePrices(price_book(config.backends))
     mode = config.telemetry.access_log
     pipe = TelemetryPipe(config.server.log_queue_size, [] if mode == "off" else [AccessLog(mode)])
-    telemetry = Telemetry(pipe)
+    telemetry = Telemetry(pipe, prices=prices)
     if config.telemetry.prometheus:
-        telemetry.metrics = GatewayMetrics(weights, pricing, config.keys.max_team_labels)
+        telemetry.metrics = GatewayMetrics(weights, prices, config.keys.max_team_labels)
         pipe.add_sink(telemetry.metrics)
     if config.telemetry.dashboard:
-        telemetry.series = DashboardSeries(config.telemetry, pricing, weights)
+        telemetry.series = DashboardSeries(config.telemetry, prices, weights)
         pipe.add_sink(telemetry.series)
     url = resolve_url(config.store)
     if url is not None:
@@ -73,7 +80,7 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
             StoreSink(
                 telemetry.store,
                 weights,
-                pricing,
+                prices,
                 keep_prompts=config.store.store_prompts,
                 max_prompt_bytes=config.store.max_prompt_bytes,
             )
@@ -134,6 +141,7 @@ async def _start_parts(
         snapshot_every_s=config.store.quality_snapshot_s,
         pipe=telemetry.pipe,
         rejections=telemetry.rejections,
+        redis_up=telemetry.redis_up,
         store_up=_store_up(telemetry.store) if telemetry.store is not None else None,
     )
     telemetry._sampler = asyncio.create_task(sampler.run(), name="telemetry-sampler")

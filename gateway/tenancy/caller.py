@@ -1,9 +1,12 @@
-"""Who sent a request: the key it presented, what that key may do, and how it is limited."""
+"""Who sent a request: the key it presented, what that key may do, and how it is limited
+(rate limits and budgets)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
+
+from gateway.tenancy.config import OnExhausted
 
 KeyKind = Literal["static", "virtual", "admin"]
 
@@ -23,6 +26,10 @@ class Caller:
     """Placement tags every request of this key requires."""
     rpm: int | None = None
     tpm: int | None = None
+    budget_usd_per_day: float | None = None
+    budget_usd_per_month: float | None = None
+    budget_on_exhausted: OnExhausted | None = None
+    """None: `budgets.keys.on_exhausted`."""
 
     def may_use(self, route: str) -> bool:
         return self.routes is None or route in self.routes

@@ -23,8 +23,9 @@ from gateway.store.database import DATABASE_ERRORS, describe_error, make_engine,
 from gateway.store.keys import KeyRow
 from gateway.tenancy.key_admin import KeyAdmin, KeySpec, UnknownRoutes
 from gateway.tenancy.key_material import SecretError, load_server_secret, shown_prefix
+from gateway.tenancy.wiring import open_budgets
 
-_Step = Callable[[KeyAdmin, argparse.Namespace], Coroutine[Any, Any, int]]
+_Step = Callable[[KeyAdmin, argparse.Namespace, Config], Coroutine[Any, Any, int]]
 
 
 def add_keys_parser(
@@ -45,6 +46,13 @@ def add_keys_parser(
     create.add_argument("--tag", action="append", default=[], help="a placement tag it requires")
     create.add_argument("--rpm", type=int, help="requests per minute")
     create.add_argument("--tpm", type=int, help="tokens per minute (prompt + max_tokens)")
+    create.add_argument("--budget-day", type=float, help="spend limit per UTC day, USD")
+    create.add_argument("--budget-month", type=float, help="spend limit per UTC month, USD")
+    create.add_argument(
+        "--on-exhausted",
+        choices=["reject", "fallback"],
+        help="when a budget is spent (default: budgets.keys.on_exhausted)",
+    )
     create.add_argument("--team")
     create.add_argument("--owner")
     listing = steps.add_parser("list", help="the keys (never their secrets)")
@@ -84,12 +92,12 @@ async def _run(config: Config, url: str, secret: bytes, step: _Step, args: Any) 
     routes = frozenset(route.name for route in config.routes)
     try:
         admin = KeyAdmin(engine, secret, timeout_s=timeout_s, known_routes=routes)
-        return await step(admin, args)
+        return await step(admin, args, config)
     finally:
         await engine.dispose()
 
 
-async def _create(admin: KeyAdmin, args: argparse.Namespace) -> int:
+async def _create(admin: KeyAdmin, args: argparse.Namespace, _: Config) -> int:
     try:
         spec = KeySpec(
             name=args.name,
@@ -99,6 +107,9 @@ async def _create(admin: KeyAdmin, args: argparse.Namespace) -> int:
             tpm=args.tpm,
             team=args.team,
             owner=args.owner,
+            budget_usd_per_day=args.budget_day,
+            budget_usd_per_month=args.budget_month,
+            budget_on_exhausted=args.on_exhausted,
         )
         row, key = await admin.create(spec)
     except (ValidationError, UnknownRoutes) as exc:
@@ -108,22 +119,55 @@ async def _create(admin: KeyAdmin, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _list(admin: KeyAdmin, args: argparse.Namespace) -> int:
+async def _list(admin: KeyAdmin, args: argparse.Namespace, config: Config) -> int:
     rows = await admin.read(include_revoked=args.all)
+    spend = await _spend(config, rows)
     if args.json:
-        print(orjson.dumps([row.public() for row in rows], option=orjson.OPT_INDENT_2).decode())
+        shown = [{**row.public(), "spend": spend.get(row.id)} for row in rows]
+        print(orjson.dumps(shown, option=orjson.OPT_INDENT_2).decode())
         return 0
-    print(f"{'id':<17} {'prefix':<18} {'status':<8} {'team':<12} {'rpm':>6} {'tpm':>8}  name")
+    print(
+        f"{'id':<17} {'prefix':<18} {'status':<8} {'team':<12} {'rpm':>6} {'tpm':>8} "
+        f"{'day $ spent/limit':>19} {'month $ spent/limit':>21}  name"
+    )
     for row in rows:
         status = "revoked" if row.revoked_at is not None else "active"
+        mine = spend.get(row.id, {})
         print(
             f"{row.id:<17} {shown_prefix(row.prefix):<18} {status:<8} {row.team or '-':<12} "
-            f"{row.rpm or '-':>6} {row.tpm or '-':>8}  {row.name}"
+            f"{row.rpm or '-':>6} {row.tpm or '-':>8} {_budget(mine.get('day')):>19} "
+            f"{_budget(mine.get('month')):>21}  {row.name}"
         )
     return 0
 
 
-async def _rotate(admin: KeyAdmin, args: argparse.Namespace) -> int:
+async def _spend(config: Config, rows: list[KeyRow]) -> dict[str, dict[str, Any]]:
+    """Each key's spend per window, read from Redis with `budgets.backend: redis`; with
+    `local`, spend lives in each gateway process only: the limits alone."""
+    budgets = open_budgets(config)
+    try:
+        keys = [(row.id, row.budget_usd_per_day, row.budget_usd_per_month) for row in rows]
+        report = await budgets.key_spend(keys)
+    finally:
+        await budgets.ledger.close()
+    if not budgets.ledger.shared:
+        for windows in report.values():
+            for window in windows.values():
+                window["spent_usd"] = None
+    return report
+
+
+def _budget(window: Any) -> str:
+    if not window:
+        return "-"
+    spent, limit = window["spent_usd"], window["limit_usd"]
+    if limit is None and not spent:
+        return "-"
+    shown_spent = "?" if spent is None else f"{spent:.2f}"
+    return f"{shown_spent}/{'-' if limit is None else f'{limit:.2f}'}"
+
+
+async def _rotate(admin: KeyAdmin, args: argparse.Namespace, _: Config) -> int:
     rotated = await admin.rotate(args.key_id)
     if rotated is None:
         print(f"error: no active key {args.key_id!r}", file=sys.stderr)
@@ -132,7 +176,7 @@ async def _rotate(admin: KeyAdmin, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _revoke(admin: KeyAdmin, args: argparse.Namespace) -> int:
+async def _revoke(admin: KeyAdmin, args: argparse.Namespace, _: Config) -> int:
     row = await admin.revoke(args.key_id)
     if row is None:
         print(f"error: no active key {args.key_id!r}", file=sys.stderr)

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from gateway.placement import MAX_REQUESTED_TAGS, PlacementTag
 from gateway.store.keys import KeyRow, insert_key, read_key, read_keys, update_key
+from gateway.tenancy.config import OnExhausted
 from gateway.tenancy.key_material import key_prefix, keyed_hash, new_key, new_key_id
 
 _Label = Annotated[
@@ -36,10 +37,16 @@ class KeySpec(BaseModel):
     tpm: int | None = Field(None, ge=1)
     team: _Label | None = None
     owner: str | None = Field(None, min_length=1, max_length=128)
+    budget_usd_per_day: float | None = Field(None, gt=0, description="Spend per UTC day.")
+    budget_usd_per_month: float | None = Field(None, gt=0, description="Spend per UTC month.")
+    budget_on_exhausted: OnExhausted | None = Field(
+        None, description="When spent: reject or fallback; null: budgets.keys.on_exhausted."
+    )
 
 
 class KeyChanges(BaseModel):
-    """An edit: only the fields given change (`null` clears routes, limits, team, owner)."""
+    """An edit: only the fields given change (`null` clears routes, limits, budgets, team,
+    owner)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -50,6 +57,9 @@ class KeyChanges(BaseModel):
     tpm: int | None = Field(None, ge=1)
     team: _Label | None = None
     owner: str | None = Field(None, min_length=1, max_length=128)
+    budget_usd_per_day: float | None = Field(None, gt=0)
+    budget_usd_per_month: float | None = Field(None, gt=0)
+    budget_on_exhausted: OnExhausted | None = None
 
     def columns(self) -> dict[str, Any]:
         given = self.model_dump(exclude_unset=True)
@@ -95,6 +105,9 @@ class KeyAdmin:
                 tpm=spec.tpm,
                 team=spec.team,
                 owner=spec.owner,
+                budget_usd_per_day=spec.budget_usd_per_day,
+                budget_usd_per_month=spec.budget_usd_per_month,
+                budget_on_exhausted=spec.budget_on_exhausted,
                 created_at=now,
                 updated_at=now,
             )

@@ -43,6 +43,9 @@ def caller_of(row: KeyRow) -> Caller:
         tags=frozenset(row.tags),
         rpm=row.rpm,
         tpm=row.tpm,
+        budget_usd_per_day=row.budget_usd_per_day,
+        budget_usd_per_month=row.budget_usd_per_month,
+        budget_on_exhausted=row.budget_on_exhausted,
     )
 
 

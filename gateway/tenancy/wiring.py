@@ -1,10 +1,11 @@
 """Tenancy's parts built from the config and started with the gateway: the authenticator
 (static, virtual and admin keys, the metrics token), the key cache and its refresh task,
-the key admin, and the rate limiter."""
+the key admin, the rate limiter, and budgets with their accounting task."""
 
 from __future__ import annotations
 
 import logging
+import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
@@ -12,6 +13,9 @@ from gateway.config import Config, ConfigError
 from gateway.store.database import make_engine, resolve_url
 from gateway.tasks import start_task
 from gateway.tenancy.auth import Authenticator, AuthSettingsError, env_keys, exposure_problem
+from gateway.tenancy.budget_ledger import SpendLedger
+from gateway.tenancy.budget_redis import RedisSpend
+from gateway.tenancy.budgets import Budgets
 from gateway.tenancy.key_admin import KeyAdmin
 from gateway.tenancy.key_cache import KeyCache
 from gateway.tenancy.key_material import SecretError, load_server_secret
@@ -25,12 +29,13 @@ logger = logging.getLogger("switchyard.keys")
 class Tenancy:
     auth: Authenticator
     limiter: RateLimiter
+    budgets: Budgets
     cache: KeyCache | None = None
     admin: KeyAdmin | None = None
 
     def status(self) -> dict[str, object]:
         keys = self.cache.status() if self.cache is not None else {"enabled": False}
-        return {"keys": keys, "limits": self.limiter.status()}
+        return {"keys": keys, "limits": self.limiter.status(), "budgets": self.budgets.status()}
 
 
 @dataclass(frozen=True)
@@ -99,11 +104,25 @@ def open_tenancy(config: Config, stack: AsyncExitStack) -> Tenancy:
         redis = RedisBuckets(url, limits.namespace, limits.timeout_ms / 1000.0)
     limiter = RateLimiter(limits, redis)
     stack.push_async_callback(limiter.close)
-    return Tenancy(auth, limiter, cache, admin)
+    budgets = open_budgets(config)
+    stack.push_async_callback(budgets.ledger.close)
+    return Tenancy(auth, limiter, budgets, cache, admin)
+
+
+def open_budgets(config: Config) -> Budgets:
+    """The budgets and their ledger: in Redis with `budgets.backend: redis`."""
+    settings = config.budgets
+    redis = None
+    if settings.backend == "redis":
+        url = settings.redis_url or config.limits.redis_url or config.state.redis_url
+        redis = RedisSpend(url, settings.namespace, settings.timeout_ms / 1000.0)
+    return Budgets(settings, SpendLedger(settings, redis), clock=time.time)
 
 
 async def start_tenancy(tenancy: Tenancy, stack: AsyncExitStack) -> None:
-    """The first load of the keys (bounded by `keys.load_timeout_s`), then its refresh."""
+    """The first load of the keys (bounded by `keys.load_timeout_s`), then its refresh;
+    the budgets' accounting task."""
+    start_task(stack, tenancy.budgets.run(), name="budget-accounting")
     cache = tenancy.cache
     if cache is None:
         return

@@ -23,17 +23,31 @@ from providers.openai_chat_request import StreamOptions as StreamOptions
 from providers.openai_chat_request import ToolCall as ToolCall
 
 
-class TextPart(OpenAIWire):
+class CacheControl(BaseModel):
+    """Anthropic's prompt-cache breakpoint, as clients put it on OpenAI content parts,
+    messages and tools (the convention of OpenAI-format gateways in front of Claude)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["ephemeral"]
+    ttl: Literal["5m", "1h"] | None = None
+
+
+class Cacheable(OpenAIWire):
+    cache_control: CacheControl | None = None
+
+
+class TextPart(Cacheable):
     type: Literal["text"]
     text: str
 
 
-class ImagePart(OpenAIWire):
+class ImagePart(Cacheable):
     type: Literal["image_url"]
     image_url: ImageUrl
 
 
-class RefusalPart(OpenAIWire):
+class RefusalPart(Cacheable):
     type: Literal["refusal"]
     refusal: str
 
@@ -42,23 +56,23 @@ UserPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
 AssistantPart = Annotated[TextPart | RefusalPart, Field(discriminator="type")]
 
 
-class SystemMessage(OpenAIWire):
+class SystemMessage(Cacheable):
     role: Literal["system", "developer"]
     content: str | list[TextPart]
 
 
-class UserMessage(OpenAIWire):
+class UserMessage(Cacheable):
     role: Literal["user"]
     content: str | list[UserPart]
 
 
-class AssistantMessage(OpenAIWire):
+class AssistantMessage(Cacheable):
     role: Literal["assistant"]
     content: str | list[AssistantPart] | None = None
     tool_calls: list[ToolCall] = []
 
 
-class ToolMessage(OpenAIWire):
+class ToolMessage(Cacheable):
     role: Literal["tool"]
     tool_call_id: str
     content: str | list[TextPart]
@@ -69,7 +83,7 @@ ChatMessage = Annotated[
 ]
 
 
-class FunctionTool(OpenAIWire):
+class FunctionTool(Cacheable):
     type: Literal["function"]
     function: FunctionDefinition
 
@@ -119,6 +133,17 @@ class ChatRequest(ChatRequestBase[ChatMessage]):
     presence_penalty: float = 0.0
     logit_bias: dict[str, float] | None = None
     response_format: ResponseFormat | None = None
+
+
+def sets_cache_control(request: ChatRequest) -> bool:
+    """Whether the client placed any prompt-cache breakpoint of its own."""
+    items: list[Cacheable] = [*(request.tools or ())]
+    for message in request.messages:
+        items.append(message)
+        content = message.content
+        if isinstance(content, list):
+            items.extend(content)
+    return any(item.cache_control is not None for item in items)
 
 
 def unsupported_options(request: ChatRequest) -> list[str]:

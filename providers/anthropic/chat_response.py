@@ -27,6 +27,8 @@ class PromptTokensDetails(TypedDict, total=False):
     cache_write_tokens: int
     """Written to the prompt cache (Anthropic's `cache_creation_input_tokens`); not an
     OpenAI field, read by `providers.usage`."""
+    cache_write_1h_tokens: int
+    """Of those, written with 1-hour retention; not an OpenAI field either."""
 
 
 class UsageOut(TypedDict):

@@ -4,16 +4,19 @@ The Messages API has no system role and wants user and assistant turns to altern
 system and developer messages move to the top-level `system` (in order, wherever they
 stood), tool results become `tool_result` blocks of a user turn, and neighbouring turns
 of the same role are merged into one. Empty text is dropped: the API refuses empty text
-blocks, and a turn left with no blocks is dropped with it.
+blocks, and a turn left with no blocks is dropped with it. A client's `cache_control`
+on a part, a message or a tool goes onto the block it became (a message's: its last).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from providers.anthropic.chat_request import (
     AssistantMessage,
+    CacheControl,
     ChatMessage,
     ImagePart,
     RefusalPart,
@@ -27,6 +30,7 @@ from providers.anthropic.chat_request import (
 )
 from providers.anthropic.messages_wire import (
     Base64Source,
+    CacheControlParam,
     ContentBlock,
     ImageBlock,
     MessageParam,
@@ -38,24 +42,49 @@ from providers.anthropic.messages_wire import (
 Role = Literal["user", "assistant"]
 
 
-def to_conversation(
-    messages: Sequence[ChatMessage],
-) -> tuple[list[TextBlock], list[MessageParam]]:
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    system: list[TextBlock]
+    turns: list[MessageParam]
+    ends: list[TextBlock | ContentBlock | None]
+    """Per OpenAI message, the last block it became (None: it became none), where a
+    cache breakpoint after that message goes."""
+
+
+def to_conversation(messages: Sequence[ChatMessage]) -> Conversation:
     """The `system` blocks and the turns of `messages`."""
     system: list[TextBlock] = []
     turns: list[MessageParam] = []
+    ends: list[TextBlock | ContentBlock | None] = []
     for message in messages:
         if isinstance(message, SystemMessage):
-            system.extend(_text_blocks(message.content))
+            texts = _text_blocks(message.content)
+            _mark_last(texts, message.cache_control)
+            system.extend(texts)
+            ends.append(texts[-1] if texts else None)
             continue
         role, blocks = _turn(message)
+        _mark_last(blocks, message.cache_control)
+        ends.append(blocks[-1] if blocks else None)
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
-    return system, turns
+    return Conversation(system, turns, ends)
+
+
+def cache_control_param(control: CacheControl) -> CacheControlParam:
+    param: CacheControlParam = {"type": control.type}
+    if control.ttl is not None:
+        param["ttl"] = control.ttl
+    return param
+
+
+def _mark_last(blocks: Sequence[TextBlock | ContentBlock], control: CacheControl | None) -> None:
+    if control is not None and blocks:
+        blocks[-1]["cache_control"] = cache_control_param(control)
 
 
 def _turn(
@@ -69,8 +98,16 @@ def _turn(
 
 
 def _text_blocks(content: str | Sequence[TextPart | RefusalPart]) -> list[TextBlock]:
-    texts = [content] if isinstance(content, str) else [_text_of(part) for part in content]
-    return [{"type": "text", "text": text} for text in texts if text]
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[TextBlock] = []
+    for part in content:
+        text = _text_of(part)
+        if text:
+            blocks.append({"type": "text", "text": text})
+            if isinstance(part, TextPart):
+                _mark_last(blocks, part.cache_control)
+    return blocks
 
 
 def _text_of(part: TextPart | RefusalPart) -> str:
@@ -86,6 +123,9 @@ def _user_blocks(content: str | Sequence[UserPart]) -> list[ContentBlock]:
             blocks.append(image_block(part.image_url.url))
         elif part.text:
             blocks.append({"type": "text", "text": part.text})
+        else:
+            continue
+        _mark_last(blocks, part.cache_control)
     return blocks
 
 

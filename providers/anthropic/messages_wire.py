@@ -10,14 +10,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Discriminator, RootModel, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, RootModel, Tag, model_validator
 
 # --- what we send -----------------------------------------------------------------------
+
+
+class CacheControlParam(TypedDict):
+    type: Literal["ephemeral"]
+    ttl: NotRequired[Literal["5m", "1h"]]
 
 
 class TextBlock(TypedDict):
     type: Literal["text"]
     text: str
+    cache_control: NotRequired[CacheControlParam]
 
 
 class Base64Source(TypedDict):
@@ -34,6 +40,7 @@ class UrlSource(TypedDict):
 class ImageBlock(TypedDict):
     type: Literal["image"]
     source: Base64Source | UrlSource
+    cache_control: NotRequired[CacheControlParam]
 
 
 class ToolUseBlock(TypedDict):
@@ -41,12 +48,14 @@ class ToolUseBlock(TypedDict):
     id: str
     name: str
     input: dict[str, Any]
+    cache_control: NotRequired[CacheControlParam]
 
 
 class ToolResultBlock(TypedDict):
     type: Literal["tool_result"]
     tool_use_id: str
     content: str | list[TextBlock | ImageBlock]
+    cache_control: NotRequired[CacheControlParam]
 
 
 ContentBlock = TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock
@@ -61,6 +70,7 @@ class ToolParam(TypedDict):
     name: str
     description: NotRequired[str]
     input_schema: dict[str, Any]
+    cache_control: NotRequired[CacheControlParam]
 
 
 class ToolChoiceParam(TypedDict):
@@ -116,6 +126,18 @@ class MessagesUsage(_Parsed):
     output_tokens: int | None = None
     cache_creation_input_tokens: int | None = None
     cache_read_input_tokens: int | None = None
+    cache_creation_1h_input_tokens: int | None = None
+    """Of the cache writes, those with 1-hour retention (`cache_creation`'s
+    `ephemeral_1h_input_tokens`), kept flat so a stream's updates replace it as the rest."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lift_retention(cls, data: Any) -> Any:
+        split = data.get("cache_creation") if isinstance(data, dict) else None
+        long = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+        if isinstance(long, int) and not isinstance(long, bool):
+            return {**data, "cache_creation_1h_input_tokens": long}
+        return data
 
 
 class TextOut(_Parsed):

@@ -127,7 +127,9 @@ class AnthropicProvider:
                 f"only {CHAT_PATH} is served, not {request.path}", param=None
             )
         try:
-            return to_messages_request(request.body, stream=stream)
+            return to_messages_request(
+                request.body, stream=stream, breakpoints=request.cache_breakpoints
+            )
         except UntranslatableRequest as exc:
             raise self._errors.invalid_request(exc.message, param=exc.param) from None
 

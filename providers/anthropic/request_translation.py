@@ -11,21 +11,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from providers.anthropic.cache_breakpoints import add_breakpoints
 from providers.anthropic.chat_request import (
+    CacheControl,
     ChatRequest,
     FunctionDefinition,
     NamedToolChoice,
     ReasoningEffort,
     UntranslatableRequest,
     parse_chat_request,
+    sets_cache_control,
 )
-from providers.anthropic.conversation import to_conversation
+from providers.anthropic.conversation import cache_control_param, to_conversation
 from providers.anthropic.messages_wire import (
     MessagesRequest,
     ThinkingParam,
     ToolChoiceParam,
     ToolParam,
 )
+from providers.cache_breakpoints import CacheBreakpoints
 
 DEFAULT_MAX_TOKENS = 4096
 """The answer's budget when the client sets none: Anthropic requires `max_tokens`."""
@@ -46,12 +50,18 @@ class TranslatedRequest:
     body: MessagesRequest
     include_usage: bool
     """The client asked for a final usage chunk (`stream_options.include_usage`)."""
+    breakpoints: int = 0
+    """Cache breakpoints the adapter added (the host asked, the client set none)."""
 
 
-def to_messages_request(raw: bytes, *, stream: bool) -> TranslatedRequest:
-    """The Messages API body for an OpenAI chat body; `stream` overrides the body's flag."""
+def to_messages_request(
+    raw: bytes, *, stream: bool, breakpoints: CacheBreakpoints | None = None
+) -> TranslatedRequest:
+    """The Messages API body for an OpenAI chat body; `stream` overrides the body's flag.
+    `breakpoints` are added unless the client set any `cache_control` of its own."""
     request = parse_chat_request(raw)
-    system, turns = to_conversation(request.messages)
+    conversation = to_conversation(request.messages)
+    system, turns = conversation.system, conversation.turns
     thinking_budget = _thinking_budget(request)
     body: MessagesRequest = {
         "model": request.model,
@@ -67,7 +77,12 @@ def to_messages_request(raw: bytes, *, stream: bool) -> TranslatedRequest:
         body["thinking"] = _thinking(thinking_budget, body["max_tokens"])
     _add_sampling(body, request)
     _add_tools(body, request)
-    return TranslatedRequest(body, include_usage=stream and request.include_usage)
+    added = 0
+    if breakpoints is not None and not sets_cache_control(request):
+        added = add_breakpoints(body, conversation.ends, breakpoints)
+    return TranslatedRequest(
+        body, include_usage=stream and request.include_usage, breakpoints=added
+    )
 
 
 def _thinking_budget(request: ChatRequest) -> int | None:
@@ -127,7 +142,7 @@ def _add_tools(body: MessagesRequest, request: ChatRequest) -> None:
         if request.tool_choice not in (None, "none", "auto"):
             raise UntranslatableRequest("tool_choice requires tools", param="tool_choice")
         return
-    body["tools"] = [_tool(tool.function) for tool in request.tools]
+    body["tools"] = [_tool(tool.function, tool.cache_control) for tool in request.tools]
     choice = _tool_choice(request.tool_choice)
     if request.parallel_tool_calls is False and choice["type"] != "none":
         choice["disable_parallel_tool_use"] = True
@@ -135,13 +150,15 @@ def _add_tools(body: MessagesRequest, request: ChatRequest) -> None:
         body["tool_choice"] = choice
 
 
-def _tool(function: FunctionDefinition) -> ToolParam:
+def _tool(function: FunctionDefinition, control: CacheControl | None) -> ToolParam:
     tool: ToolParam = {
         "name": function.name,
         "input_schema": dict(function.parameters or _EMPTY_SCHEMA),
     }
     if function.description:
         tool["description"] = function.description
+    if control is not None:
+        tool["cache_control"] = cache_control_param(control)
     return tool
 
 

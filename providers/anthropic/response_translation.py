@@ -48,7 +48,8 @@ def openai_usage(usage: MessagesUsage) -> UsageOut:
 
     Anthropic's `input_tokens` are only the tokens after the last cache breakpoint, so
     prompt_tokens = input + cache_read + cache_creation; cached_tokens is the cache read,
-    and the cache write goes to `prompt_tokens_details.cache_write_tokens`.
+    and the cache write goes to `prompt_tokens_details.cache_write_tokens` (of which those
+    with 1-hour retention to `cache_write_1h_tokens`).
     """
     read = usage.cache_read_input_tokens
     written = usage.cache_creation_input_tokens
@@ -64,6 +65,8 @@ def openai_usage(usage: MessagesUsage) -> UsageOut:
         details["cached_tokens"] = read
     if written is not None:
         details["cache_write_tokens"] = written
+        if usage.cache_creation_1h_input_tokens is not None:
+            details["cache_write_1h_tokens"] = usage.cache_creation_1h_input_tokens
     if details:
         out["prompt_tokens_details"] = details
     return out

@@ -6,6 +6,7 @@ from policies import BUILTINS
 from policies.bounded_load_filter import BoundedLoadFilter
 from policies.capacity_filter import CapacityFilter
 from policies.context_window_filter import ContextWindowFilter
+from policies.cost_scorer import CostScorer
 from policies.healthy_filter import HealthyFilter
 from policies.kv_cost_scorer import KvCostScorer
 from policies.least_load_scorer import LeastLoadScorer
@@ -39,6 +40,7 @@ EXPECTED: dict[str, object] = {
     "prefix-cache-scorer": PrefixCacheScorer,
     "load-scorer": LoadScorer,
     "kv-cost-scorer": KvCostScorer,
+    "cost-scorer": CostScorer,
     "quality-scorer": QualityScorer,
     "max-score-picker": MaxScorePicker,
     "weighted-random-picker": WeightedRandomPicker,
@@ -57,6 +59,7 @@ EXPECTED: dict[str, object] = {
     "prefix-cache": PrefixCacheScorer,
     "load": LoadScorer,
     "kv-cost": KvCostScorer,
+    "cost": CostScorer,
     "max-score": MaxScorePicker,
     "weighted-random": WeightedRandomPicker,
 }

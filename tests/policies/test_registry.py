@@ -23,8 +23,8 @@ CANONICAL = {
 }
 
 
-def test_eighteen_builtins_each_kebab_case_with_its_role_suffix() -> None:
-    assert len(CANONICAL) == 18
+def test_nineteen_builtins_each_kebab_case_with_its_role_suffix() -> None:
+    assert len(CANONICAL) == 19
     for name, factory in CANONICAL.items():
         assert re.fullmatch(r"[a-z]+(-[a-z]+)*", name)
         assert name.endswith(f"-{factory.role}")

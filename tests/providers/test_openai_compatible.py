@@ -9,8 +9,13 @@ import orjson
 import pytest
 
 from providers.base import Deadlines, UpstreamRequest
-from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
-from providers.openai_compatible import OpenAICompatibleProvider
+from providers.errors import (
+    UpstreamCredentialsRefused,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+)
+from providers.openai_compatible import OpenAICompatibleProvider, opens_with_error_event
 from providers.presets import with_preset_defaults
 from providers.rate_limits import RateLimitSignal
 from providers.registry import open_provider
@@ -171,3 +176,51 @@ async def test_openrouters_attribution_goes_only_when_configured(
         "App",
     )
     assert sent_attributed["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    ("body", "headers"),
+    [
+        (COMPLETION[: len(COMPLETION) // 2], {}),
+        (b"<html><body>upstream busy</body></html>", {"content-type": "text/html"}),
+        (b"", {}),
+    ],
+    ids=["cut-json", "html", "empty"],
+)
+async def test_a_200_that_is_not_json_is_a_retryable_protocol_error(
+    upstream: ScriptedServer,
+    provider: OpenAICompatibleProvider,
+    body: bytes,
+    headers: dict[str, str],
+) -> None:
+    upstream.reply(Reply(body=body, headers=headers))
+    with pytest.raises(UpstreamProtocolError) as raised:
+        await provider.send(chat(), DEADLINES)
+    assert raised.value.retryable and raised.value.backend == "oa"
+    assert "not JSON" in raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("first_chunk", "error"),
+    [
+        (b'data: {"error":{"message":"boom"}}\n\n', True),
+        (b'\ndata:{"error": {"message": "boom"}}\n\n', True),
+        (b'data: {"id":"c1","choices":[]}\n\ndata: {"error":{}}\n\n', False),
+        (b": keep-alive\n\n", False),
+        (b"data: [DONE]\n\n", False),
+    ],
+)
+def test_a_stream_opening_with_an_error_event_is_recognised(
+    first_chunk: bytes, error: bool
+) -> None:
+    assert opens_with_error_event(first_chunk) is error
+
+
+async def test_a_stream_opening_with_an_error_event_is_a_retryable_error(
+    upstream: ScriptedServer, provider: OpenAICompatibleProvider
+) -> None:
+    upstream.reply(Reply(body=[b'data: {"error":{"message":"engine died"}}\n\n']))
+    with pytest.raises(UpstreamError) as raised:
+        await provider.open_stream(chat(stream=True), DEADLINES)
+    assert raised.value.retryable and raised.value.code == "upstream_stream_error"
+    assert "engine died" not in raised.value.message, "the event is not quoted"

@@ -11,7 +11,6 @@ import asyncio
 import random
 import signal
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -26,9 +25,9 @@ from gateway.fleet.sync import RedisFleetSync
 from gateway.fleet.sync_wire import encode_load
 from gateway.prefix.index import CacheSpec, PrefixIndex
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
+from tests.gateway.fleet.conftest import SHARED_REDIS
 from tests.gateway.processes import free_port
 
-SHARED_REDIS = "redis://127.0.0.1:6379/0"
 FAST = {
     "publish_interval_ms": 20,
     "load_ttl_s": 0.5,
@@ -81,21 +80,6 @@ def held_tokens(gw: RunningGateway, system: str) -> dict[str, int]:
     fingerprint = router.fingerprinter.chat("emulated-model", body["messages"])
     matched = router.index.match(fingerprint.blocks, ["a", "b"])
     return {name: fingerprint.tokens_in(n) for name, n in matched.items()}
-
-
-@pytest.fixture
-async def namespace() -> AsyncIterator[str]:
-    client = Redis.from_url(SHARED_REDIS)
-    try:
-        await client.ping()
-    except (RedisError, OSError) as exc:
-        pytest.fail(f"these tests need the machine's Redis at {SHARED_REDIS}: {exc}")
-    name = f"switchyard-test-{uuid.uuid4().hex[:12]}"
-    yield name
-    keys = [key async for key in client.scan_iter(match=f"{name}:*")]
-    if keys:
-        await client.delete(*keys)
-    await client.aclose()
 
 
 class PrivateRedis:
@@ -342,6 +326,8 @@ async def test_the_local_default_reports_local(
         ({"publish_interval_ms": 500, "load_ttl_s": 0.5}, "state.load_ttl_s"),
         ({"namespace": "has space"}, "state.namespace"),
         ({"peers": 3}, "state.peers"),
+        ({"prober_lease_ttl_s": 0.2}, "state.prober_lease_ttl_s"),
+        ({"peer_event_max_age_s": 0}, "state.peer_event_max_age_s"),
     ],
 )
 def test_state_config_problems_name_their_path(state: dict[str, Any], problem: str) -> None:

@@ -153,7 +153,9 @@ async def test_no_backend_left_is_503(
         {"type": "healthy-filter", "name": "strict", "params": {"panic_mode": False}}
     ]
     gw = await start_gateway(config)
-    gw.gateway.state.cool_down("only", 60, "maintenance")
+    # A failed probe, not a cool-down: a route cooling down is a 429 with Retry-After
+    # (tests/faults/test_cooling_route.py).
+    gw.gateway.state.record_probe("only", False, "maintenance")
     response = await gw.client.post("/v1/chat/completions", json=CHAT)
     error = assert_openai_error(response, 503, "no_backend_available")
     assert "strict" in error["message"]

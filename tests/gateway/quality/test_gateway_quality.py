@@ -54,6 +54,12 @@ async def test_looping_backend_is_ejected_and_traffic_moves(
     assert pairs["loops"]["signals"][0]["signal"] == "repetition"
     assert pairs["twin"]["state"] == "healthy"
     assert pairs["twin"]["fidelity"] == 1.0
+    # the ejection kept its evidence, served without a store
+    ejection = pairs["loops"]["audit"][-1]
+    assert (ejection["from"], ejection["to"]) == ("healthy", "ejected")
+    assert ejection["signals"][0]["signal"] == "repetition"
+    assert ejection["signals"][0]["bad"] >= 3
+    assert pairs["twin"]["audit"] == []
     # demoted within its first 10 requests, then (explore share aside) no more traffic
     first_half, second_half = served[:12], served[12:]
     assert first_half.count("loops") <= 10

@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,6 +15,7 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
+from gateway.store import StoreWriter
 from gateway.store.migrate import MIGRATION_LOCK_ID
 from tests.conftest import eventually
 from tests.gateway.store.conftest import MakeWriter, written
@@ -95,18 +96,72 @@ async def test_a_dead_database_drops_rows_at_the_bound_and_raises_nothing(
     assert writer.status()["dropped"] == 7  # what could not be written at shutdown
 
 
-async def test_a_failed_write_drops_its_batch_and_says_why(make_writer: MakeWriter) -> None:
-    writer = make_writer(DEAD_URLS["postgres-refused"], migrate_on_start=False, batch_size=2)
+async def test_a_failed_write_keeps_its_batch_and_says_why(make_writer: MakeWriter) -> None:
+    writer = make_writer(
+        DEAD_URLS["postgres-refused"], migrate_on_start=False, batch_size=2, queue_size=3
+    )
     writer.put("probe_results", probe_row(NOW))
     writer.put("requests", request_row(NOW))
     writer.put("requests", request_row(NOW))
     assert await writer.flush_now() == 0
     status = writer.status()
-    assert (status["queued"], status["dropped"], status["up"]) == (1, 2, False)
+    assert (status["queued"], status["dropped"], status["up"]) == (3, 0, False)
+    assert not writer.put("requests", request_row(NOW))  # the kept batch counts to the bound
     assert status["last_error"] == (
         "write: ConnectionRefusedError: [Errno 111] Connect call failed ('127.0.0.1', 1)"
     )
     assert status["url"] == "postgresql+asyncpg://root:***@127.0.0.1:1/x"
+
+
+async def test_rows_the_database_refuses_are_dropped_not_retried(
+    db_url: str, make_writer: MakeWriter
+) -> None:
+    dropped: list[tuple[str, int]] = []
+    writer = make_writer(
+        db_url, flush_interval_s=3600, on_dropped=lambda table, n: dropped.append((table, n))
+    )
+    await writer.start()
+    writer.put("requests", request_row(NOW, route=None))  # NOT NULL: refused, not "down"
+    assert await writer.flush_now() == 0
+    assert (writer.status()["queued"], dropped) == (0, [("requests", 1)])
+    writer.put("requests", request_row(NOW, decision_id="next"))
+    assert await writer.flush_now() == 1
+
+
+async def test_rows_wait_out_an_outage_and_are_all_written(
+    tmp_path: Path, make_writer: MakeWriter
+) -> None:
+    blocker = tmp_path / "data"
+    blocker.mkdir()
+    url = f"sqlite+aiosqlite:///{blocker}/store.db"
+    writer = make_writer(url, batch_size=2)
+    await writer.start()
+    await eventually(migrated(writer), "the schema created")
+    blocker.rename(tmp_path / "away")  # the database file is gone: every write fails
+    blocker.write_text("not a directory")
+    for number in range(5):
+        writer.put("requests", request_row(NOW, decision_id=f"r{number}"))
+    await eventually(failed(writer), "a write failed")
+    assert writer.status()["dropped"] == 0
+    blocker.unlink()
+    (tmp_path / "away").rename(blocker)
+    await eventually(written(writer, 5), "the rows written after the outage")
+    rows = await read_rows(url, "requests")
+    assert [row["decision_id"] for row in rows] == [f"r{n}" for n in range(5)]
+
+
+def migrated(writer: StoreWriter) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return bool(writer.status()["up"])
+
+    return check
+
+
+def failed(writer: StoreWriter) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return writer.status()["last_error"] is not None and not writer.status()["up"]
+
+    return check
 
 
 async def test_start_returns_after_the_connect_timeout_when_the_database_hangs(
@@ -135,7 +190,7 @@ async def test_a_write_to_a_server_that_never_answers_times_out(
     assert await writer.flush_now() == 0
     assert time.monotonic() - started < 1.0  # not the 5 s connect timeout
     status = writer.status()
-    assert (status["queued"], status["dropped"], status["up"]) == (0, 2, False)
+    assert (status["queued"], status["dropped"], status["up"]) == (2, 0, False)
     assert status["last_error"] == "write timed out after 0.2 s"
 
 
@@ -166,8 +221,8 @@ async def test_a_write_stuck_behind_a_lock_times_out_and_the_writer_recovers(
         assert await writer.flush_now() == 0
         assert time.monotonic() - started < 3.0  # SQLite: its busy wait (2x) runs out first
         status = writer.status()
-        assert (status["up"], status["dropped"], status["written"]) == (False, 1, 1)
-        assert dropped == [("requests", 1)]
+        assert (status["up"], status["dropped"], status["written"]) == (False, 0, 1)
+        assert (status["queued"], dropped) == (1, [])  # kept for when the lock is gone
         timed_out = "write timed out after 0.5 s"
         if db_url.startswith("postgresql"):
             assert status["last_error"] == timed_out
@@ -185,13 +240,14 @@ async def test_a_write_stuck_behind_a_lock_times_out_and_the_writer_recovers(
             assert "clean-up stopped after deleting 0 rows: timed out after 0.5 s" in caplog.text
 
     writer.put("requests", request_row(NOW, decision_id="after"))
-    assert await writer.flush_now() == 1
+    assert await writer.flush_now() == 2
     assert writer.status()["up"] is True
     assert [row["decision_id"] for row in await read_rows(db_url, "requests")] == [
         "before",
+        "stuck",
         "after",
     ]
-    assert await cleaner.delete_expired() == 2
+    assert await cleaner.delete_expired() == 3
 
 
 async def test_a_migration_stuck_behind_another_times_out_and_is_retried(

@@ -9,6 +9,7 @@ import pytest
 from gateway.telemetry.config import PricingConfig, TelemetryConfig
 from gateway.telemetry.histogram import Histogram, quantiles_ms
 from gateway.telemetry.series import DashboardSeries
+from policies.prices import PriceBook
 from providers.usage import Usage
 from tests.gateway.telemetry.builders import record
 
@@ -28,8 +29,8 @@ def test_histogram_quantiles_are_within_five_percent() -> None:
 
 def series(now: float = 1_000_000.0) -> DashboardSeries:
     config = TelemetryConfig(bucket_s=10, window_s=600, max_error_codes=2)
-    pricing = {"a": PricingConfig(input_usd_per_mtok=1.0, output_usd_per_mtok=2.0), "b": None}
-    return DashboardSeries(config, pricing, {}, clock=lambda: now)
+    prices = PriceBook({"a": PricingConfig(input_usd_per_mtok=1.0, output_usd_per_mtok=2.0)}, {})
+    return DashboardSeries(config, prices, {}, clock=lambda: now)
 
 
 def test_summary_counts_ratios_shares_and_spend() -> None:

@@ -138,8 +138,11 @@ async def test_quality_changes_scores_and_probes_become_rows(tmp_path: Path) -> 
     finally:
         await writer.stop()
     events = await rows(url, "quality_events")
-    assert [(e["from_state"], e["to_state"]) for e in events][-1] == ("healthy", "ejected")
+    # healthy -> suspect -> ejected: the trial convicted it on the errors that followed
+    transitions = [(e["from_state"], e["to_state"]) for e in events]
+    assert transitions[-2:] == [("healthy", "suspect"), ("suspect", "ejected")]
     assert events[-1]["backend"] == "a" and events[-1]["fidelity"] < 0.8
+    assert '"to":"ejected"' in events[-1]["reason"].split("\nevidence: ")[1]
     scores = await rows(url, "quality_scores")
     assert len(scores) == 1 and scores[0]["state"] == "ejected"
     assert scores[0]["signals"][0]["signal"] == "error"

@@ -95,6 +95,7 @@ function statusNotes(b) {
     const since = q.ejected_for_s > 0 ? ` (${fmtDuration(q.ejected_for_s)})` : '';
     if (q.state === 'ejected') notes.push(['bad', `${q.model}: ejected for quality${since}`, q.reason]);
     if (q.state === 'probation') notes.push(['warn', `${q.model}: on probation`, q.reason]);
+    if (q.state === 'suspect') notes.push(['warn', `${q.model}: suspect (gathering evidence: ${fmtInt((q.evidence || {}).seen)}/${fmtInt((q.evidence || {}).needed)})`, q.reason]);
   }
   if (!notes.length) notes.push(['ok', 'Healthy', `health check: ${health.reason || 'ok'}; quality within peers' range`]);
   const callout = ([cls, title, text]) => h('div', { class: `callout ${cls}` }, h('strong', {}, title), text ? ` — ${text}` : '');

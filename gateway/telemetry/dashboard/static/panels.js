@@ -2,7 +2,7 @@
 import { fmtCompact, fmtCount, fmtDuration, fmtInt, fmtMs, fmtPct, fmtRate, fmtScore, fmtUsd, isNum } from './format.js';
 import { backendHref, badge, card, h, metric, numCell, shareBar, table } from './dom.js';
 
-const QUALITY_RANK = { unknown: 0, healthy: 1, probation: 2, ejected: 3 };
+const QUALITY_RANK = { unknown: 0, healthy: 1, suspect: 2, probation: 3, ejected: 4 };
 
 export function worstQuality(list) {
   if (!list || !list.length) return { state: 'unknown', score: null, title: 'no quality evidence yet' };

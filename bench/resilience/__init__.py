@@ -1,0 +1,2 @@
+"""Load and soak benchmarks (issue 16, item 7): held streams, a soak, a backend killed and
+Redis and PostgreSQL stopped mid-run, each one command under `switchyard bench`."""
