@@ -14,10 +14,12 @@ from typing import Protocol
 
 from gateway.config import Config
 
-RESTART_ONLY_SECTIONS = ("state", "quality", "store", "telemetry", "keys", "limits", "demo")
+RESTART_ONLY_SECTIONS = (
+    "state", "quality", "store", "telemetry", "keys", "limits", "budgets", "demo",
+)  # fmt: skip
 """Sections read once at start-up by parts that live as long as the process (the Redis
 sync's settings, the quality book, the record store, telemetry and its metrics, the key
-cache and rate limiter, the demo traffic)."""
+cache and rate limiter, the budgets' ledger, the demo traffic)."""
 RESTART_ONLY_SERVER_KEYS = (
     "host",
     "port",

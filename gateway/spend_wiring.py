@@ -7,7 +7,6 @@ so that neither package imports the other.
 
 from __future__ import annotations
 
-from gateway.backend_config import price_book
 from gateway.config import Config
 from gateway.telemetry.spend_sink import SpendSink
 from gateway.telemetry.wiring import Telemetry
@@ -17,7 +16,7 @@ from gateway.tenancy.budgets import Budgets
 
 def account_spend(telemetry: Telemetry, budgets: Budgets, config: Config) -> None:
     """Add the spend sink to the pipe (before it starts) and the budget metrics."""
-    telemetry.pipe.add_sink(SpendSink(price_book(config.backends), budgets.ledger.record_request))
+    telemetry.pipe.add_sink(SpendSink(telemetry.prices, budgets.ledger.record_request))
     if telemetry.metrics is not None:
         budgets.metrics = BudgetMetrics(
             telemetry.metrics.registry,

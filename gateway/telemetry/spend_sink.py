@@ -2,8 +2,9 @@
 
 Runs on the telemetry thread, so pricing stays off the request path: the cost is the
 record's own (`RequestRecord.cost_usd` at the prices of the backend and model that
-answered; failed attempts report no usage and cost nothing), handed on with the key, team
-and route to a callback that must not block (the budget ledger's bounded queue).
+answered, read through telemetry's live prices, which follow a reload; failed attempts
+report no usage and cost nothing), handed on with the key, team and route to a callback
+that must not block (the budget ledger's bounded queue).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gateway.telemetry.record import RequestRecord
-from policies.prices import PriceBook
+from policies.prices import PriceLookup
 
 OnSpend = Callable[[str | None, str | None, str, float, float], None]
 """(key id, team, route, cost in USD, when it finished in Unix seconds)."""
@@ -20,7 +21,7 @@ OnSpend = Callable[[str | None, str | None, str, float, float], None]
 class SpendSink:
     name = "spend"
 
-    def __init__(self, prices: PriceBook, on_spend: OnSpend) -> None:
+    def __init__(self, prices: PriceLookup, on_spend: OnSpend) -> None:
         self._prices = prices
         self._on_spend = on_spend
 

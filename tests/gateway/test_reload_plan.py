@@ -52,6 +52,7 @@ def test_backends_and_routes_by_what_happens_to_them() -> None:
         ({"telemetry": {"access_log": "off"}}, ("telemetry",)),
         ({"timeouts": {"total_s": 5}, "retry": {"max_attempts": 1}}, ()),
         ({"health": {"consecutive_failures": 9}}, ()),
+        ({"budgets": {"flush_ms": 500}}, ("budgets",)),
     ],
     ids=[
         "port",
@@ -62,6 +63,7 @@ def test_backends_and_routes_by_what_happens_to_them() -> None:
         "telemetry",
         "timeouts-retry",
         "health",
+        "budgets",
     ],
 )
 def test_settings_only_a_restart_applies(change: dict[str, Any], paths: tuple[str, ...]) -> None:

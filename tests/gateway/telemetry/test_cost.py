@@ -13,6 +13,7 @@ from gateway.telemetry.config import TelemetryConfig
 from gateway.telemetry.live_prices import LivePrices
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.series import DashboardSeries
+from gateway.telemetry.spend_sink import SpendSink
 from gateway.telemetry.store_sink import StoreSink
 from policies.prices import PriceBook, Prices
 from providers.usage import Usage
@@ -99,3 +100,16 @@ def test_a_reload_swaps_the_prices_the_sinks_charge() -> None:
     live.use(PriceBook({"a": Prices(input_usd_per_mtok=2.0)}, {}))
     sink.consume(made)
     assert [row["cost_usd"] for row in rows.rows] == [1.0, 2.0]
+
+
+def test_budget_spend_follows_a_reload_of_the_prices() -> None:
+    live = LivePrices(PriceBook({"a": Prices(input_usd_per_mtok=1.0)}, {}))
+    spent: list[float] = []
+    sink = SpendSink(live, lambda key, team, route, cost, at: spent.append(cost))
+    made = record(usage=Usage(1_000_000, 0, cached_tokens=None))
+
+    sink.consume(made)
+    live.use(PriceBook({"a": Prices(input_usd_per_mtok=2.0)}, {}))
+    sink.consume(made)
+
+    assert spent == [1.0, 2.0]
