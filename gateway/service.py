@@ -177,8 +177,10 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
         await _start_loops(gateway, loops)
         owned.pop_all()
         gateway._loops = loops.pop_all()
-    # Started: from now on records are priced at this config's prices.
+    # Started: from now on records are priced at this config's prices, and the gauges read
+    # this generation's fleet.
     current.telemetry.prices.use(price_book(config.backends))
+    current.telemetry.follow(gateway.state)
     return gateway
 
 

@@ -28,7 +28,7 @@ T = TypeVar("T")
 class Sampler:
     def __init__(
         self,
-        state: FleetState,
+        state: FleetState | Callable[[], FleetState],
         *,
         metrics: GatewayMetrics | None = None,
         book: QualityBook | None = None,
@@ -42,7 +42,8 @@ class Sampler:
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
-        self._state = state
+        self._fleet = state if callable(state) else (lambda: state)
+        """The fleet state to read: a reload's new generation brings its own."""
         self._metrics = metrics
         self._book = book
         self._prober = prober
@@ -82,7 +83,7 @@ class Sampler:
             self._probe_results(self._prober, self._store)
 
     def _sample_backends(self) -> None:
-        rows = self._state.describe()
+        rows = self._fleet().describe()
         if self._metrics is None:
             return
         self._metrics.sample_backends(

@@ -43,7 +43,14 @@ class Telemetry:
     """What the sinks charge records at; a reload swaps in its config's (`use`)."""
     redis_up: Callable[[], Mapping[str, bool]] | None = None
     """Whether each use of Redis answers (`Gateway.redis_up`), for `switchyard_redis_up`."""
+    fleet: FleetState | None = None
+    """The serving generation's fleet state, which the sampler's gauges read; a reload
+    swaps its generation's in (`follow`)."""
     _sampler: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def follow(self, fleet: FleetState) -> None:
+        """Read the gauges off `fleet` from now on (a reload's new generation)."""
+        self.fleet = fleet
 
     def rejected(self, code: str) -> None:
         self.rejections[code] = self.rejections.get(code, 0) + 1
@@ -132,8 +139,9 @@ async def _start_parts(
         if book is not None:
             await _restore_quality(book, telemetry.store.url, config)
     telemetry.pipe.start()
+    telemetry.follow(state)
     sampler = Sampler(
-        state,
+        lambda: telemetry.fleet or state,
         metrics=telemetry.metrics,
         book=book,
         prober=prober,

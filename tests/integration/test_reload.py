@@ -97,6 +97,14 @@ async def test_a_valid_file_is_swapped_in_and_summarised(
         served = await gw.client.post(CHAT, json=chat(route="second"))
         assert served.status_code == 200
         assert served.headers["x-switchyard-backend"] == "b2"
+        # The gauges follow the new generation's fleet: the added backend shows up.
+        assert current.telemetry.fleet is current.state
+
+        async def gauged() -> bool:
+            text = (await gw.client.get("/metrics")).text
+            return 'switchyard_backend_healthy{backend="b2"}' in text
+
+        await eventually(gauged, "the added backend's health gauge")
 
 
 async def test_a_setting_only_a_restart_applies_is_refused(
