@@ -48,7 +48,8 @@ class CostScorer:
     `max_tokens` capped at `max_output_tokens` (or that cap when unset). A candidate
     without prices costs `unpriced_usd_per_mtok` per token of prompt and output (0: free,
     or an amortised price for local engines). Costs below `min_cost_usd` count as it, so
-    free candidates tie and the ratio stays defined.
+    free candidates tie and the ratio stays defined. With `use_cache: false` no prompt
+    token counts as cached: the cheapest by list price.
     """
 
     role: ClassVar[Role] = "scorer"
@@ -61,6 +62,9 @@ class CostScorer:
         """What a token (prompt or output) costs at a candidate without prices."""
         min_cost_usd: float = Field(1e-6, gt=0)
         """Predicted costs below this count as this."""
+        use_cache: bool = True
+        """False: every prompt token at the input price, whatever each backend is predicted
+        to hold cached (a price-list-only baseline)."""
 
     def __init__(self, name: str, params: Params) -> None:
         self.name = name
@@ -82,7 +86,10 @@ def predicted_costs(
     request = snapshot.request
     prompt, asked, cap = request.prompt_tokens, request.max_tokens, params.max_output_tokens
     output = cap if asked is None else max(0, min(asked, cap))
-    cached = cached_prompt_tokens_each(snapshot, candidates)
+    if params.use_cache:
+        cached = cached_prompt_tokens_each(snapshot, candidates)
+    else:
+        cached = [0] * len(candidates)
     get, unpriced = snapshot.prices.get, params.unpriced_usd_per_mtok
     seen: dict[tuple[int, int], CostPrediction] = {}
     out = []

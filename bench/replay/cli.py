@@ -14,9 +14,10 @@ from types import FrameType
 from typing import Any
 
 from .fleet import EngineOptions
+from .hybrid import CLOUDS, LOCAL_COUNT, describe_hybrid
 from .metrics import Slo
 from .oracle import offline_references, offline_routing_hit_ratios
-from .profiles import DEFAULT_POLICIES, PROFILES, SGLANG, Target, targets_from
+from .profiles import DEFAULT_POLICIES, HYBRID_POLICIES, PROFILES, SGLANG, Target, targets_from
 from .report import complete_row, render, write_json
 from .runner import UPSTREAM_MODEL, ReplaySettings, run_target
 from .trace import Trace, TraceError, load_trace
@@ -51,8 +52,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", required=True, type=Path, help="trace file (JSON Lines)")
     parser.add_argument(
         "--policies",
-        default=",".join(DEFAULT_POLICIES),
-        help=f"comma-separated: {', '.join([*PROFILES, SGLANG])} (default: %(default)s)",
+        help=f"comma-separated: {', '.join([*PROFILES, SGLANG])} (default: "
+        f"{','.join(DEFAULT_POLICIES)}; with --fleet hybrid {','.join(HYBRID_POLICIES)})",
+    )
+    parser.add_argument(
+        "--fleet",
+        choices=("engines", "hybrid"),
+        default="engines",
+        help="engines: --fleet-size identical engines; hybrid: 2 local engines, an "
+        "OpenAI-format and an Anthropic-format emulated cloud, with prices (costs reported)",
     )
     parser.add_argument("--config", type=Path, help="also replay through this gateway config")
     parser.add_argument("--route", default="default", help="route the trace's model maps to")
@@ -86,8 +94,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _engines(args: argparse.Namespace, time_scale: float) -> EngineOptions:
     models = tuple(dict.fromkeys((UPSTREAM_MODEL, args.route)))
+    hybrid = args.fleet == "hybrid"
     return EngineOptions(
-        count=args.fleet_size,
+        count=LOCAL_COUNT + len(CLOUDS) if hybrid else args.fleet_size,
         kv_capacity_tokens=args.kv_capacity_tokens,
         cost_model=args.cost_model,
         prefill_tokens_per_s=args.prefill_tokens_per_s,
@@ -113,6 +122,7 @@ def parameters(
         "ttft_slo_ms": args.ttft_slo_ms,
         "tpot_slo_ms": args.tpot_slo_ms,
         **engines.describe(),
+        **(describe_hybrid() if args.fleet == "hybrid" else {"fleet": "engines"}),
     }
 
 
@@ -156,9 +166,10 @@ def run(args: argparse.Namespace) -> int:
     sigterm_as_interrupt()
     try:
         trace = load_trace(args.trace, args.limit)
-        targets = targets_from(
-            [p.strip() for p in args.policies.split(",") if p.strip()], args.config
+        chosen = args.policies or ",".join(
+            HYBRID_POLICIES if args.fleet == "hybrid" else DEFAULT_POLICIES
         )
+        targets = targets_from([p.strip() for p in chosen.split(",") if p.strip()], args.config)
     except (TraceError, ValueError, OSError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
@@ -185,6 +196,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             workdir=workdir,
             access_log=args.access_log,
+            hybrid=args.fleet == "hybrid",
         )
         rows = [complete_row(row, oracle, params) for row in _run_targets(targets, settings)]
     for row in rows:

@@ -168,6 +168,8 @@ def _take_usage(result: RequestResult, usage: Any, timings: Any = None) -> None:
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict):
         result.cached_tokens = _int(details.get("cached_tokens"))
+        result.cache_write_tokens = _int(details.get("cache_write_tokens"))
+        result.cache_write_1h_tokens = _int(details.get("cache_write_1h_tokens"))
 
 
 def _int(value: Any) -> int | None:

@@ -129,19 +129,20 @@ def backend_counts(
     results: Sequence[RequestResult], backends: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
     """Requests, prompt and cached tokens per backend, from the response header."""
-    counts: dict[str, dict[str, Any]] = {
-        name: {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0} for name in backends
-    }
+    counts: dict[str, dict[str, Any]] = {name: _zero_counts() for name in backends}
     for result in results:
         if result.backend is None:
             continue
-        row = counts.setdefault(
-            result.backend, {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0}
-        )
+        row = counts.setdefault(result.backend, _zero_counts())
         row["requests"] += 1
         row["prompt_tokens"] += result.prompt_tokens or 0
         row["cached_tokens"] += result.cached_tokens or 0
+        row["completion_tokens"] += result.completion_tokens or 0
     return counts
+
+
+def _zero_counts() -> dict[str, Any]:
+    return {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "completion_tokens": 0}
 
 
 def imbalance_summary(per_backend: Mapping[str, Mapping[str, Any]]) -> dict[str, float | None]:

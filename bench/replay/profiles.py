@@ -67,9 +67,43 @@ PROFILES: dict[str, GatewayProfile] = {
     ),
     # The same before work_weight and the prefill bound: every request for itself.
     "cache-aware-greedy": GatewayProfile(_cache_aware(["bounded-load-filter"], "kv-cost-scorer")),
+    # Baselines of the hybrid fleet (`--fleet hybrid`): the price list alone, caches ignored...
+    "cheapest-price": GatewayProfile(
+        [
+            {"ref": "healthy-filter"},
+            {"ref": "context-window-filter"},
+            {"ref": "list-price", "weight": 1.0},
+            {"ref": "max-score-picker"},
+        ],
+        [{"type": "cost-scorer", "name": "list-price", "params": {"use_cache": False}}],
+    ),
+    # ...and the cheapest backend predicted to meet the SLA and the quality floor, counting
+    # the prompt tokens each is predicted to hold cached; among equal prices, the
+    # cache-aware profile's scorers.
+    "cost-aware": GatewayProfile(
+        [
+            {"ref": "healthy-filter"},
+            {"ref": "context-window-filter"},
+            {"ref": "quality-filter"},
+            {"ref": "sla-filter"},
+            {"ref": "cost-scorer", "weight": 3.0},
+            {"ref": "kv-cost", "weight": 1.0},
+            {"ref": "prefix-cache-scorer", "weight": 1.0},
+            {"ref": "load-scorer", "weight": 1.0},
+            {"ref": "max-score-picker"},
+        ],
+        [
+            {
+                "type": "kv-cost-scorer",
+                "name": "kv-cost",
+                "params": {"work_weight": 1.0, "delay_weight": 1.0},
+            }
+        ],
+    ),
 }
 SGLANG = "sglang"
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware", SGLANG)
+HYBRID_POLICIES = ("round-robin", "cheapest-price", "cost-aware")
 
 TargetKind = Literal["profile", "config", "sglang"]
 
@@ -110,6 +144,11 @@ class FleetRoute:
     ring_size: int
     cache: dict[str, Any] = field(default_factory=dict)
     """The backends' `cache` section: what the gateway may assume about the engines."""
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per backend, keys replacing the defaults of its entry (a hybrid fleet's kind,
+    prices, cache, window)."""
+    sla: dict[str, float] = field(default_factory=dict)
+    """The route's `sla` (wall-clock ms), for `sla-filter`; empty: none."""
 
 
 def _backends(fleet: FleetRoute) -> list[dict[str, Any]]:
@@ -120,6 +159,7 @@ def _backends(fleet: FleetRoute) -> list[dict[str, Any]]:
             "models": [fleet.model],
             "max_concurrency": 4096,
             "cache": fleet.cache,
+            **fleet.entries.get(name, {}),
         }
         for name, url in fleet.backends.items()
     ]
@@ -134,7 +174,13 @@ _TIMEOUTS = {"first_token_s": 3600, "between_chunks_s": 600, "total_s": 7200}
 
 
 def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dict[str, Any]:
-    route = {"name": fleet.route, "model": fleet.model, "backends": list(fleet.backends)}
+    route: dict[str, Any] = {
+        "name": fleet.route,
+        "model": fleet.model,
+        "backends": list(fleet.backends),
+    }
+    if fleet.sla:
+        route["sla"] = fleet.sla
     return {
         "server": _server(port, fleet),
         "timeouts": _TIMEOUTS,

@@ -8,6 +8,8 @@ from typing import Any
 
 import orjson
 
+from .hybrid import summary_line as hybrid_line
+
 # Every row carries every key (None when not measured), so consumers need no guards.
 MEASURE_KEYS = (
     "requests", "errors", "wall_s", "duration_s", "throughput_rps", "output_tokens_per_s",
@@ -17,6 +19,7 @@ MEASURE_KEYS = (
     "e2e_ms_p50", "e2e_ms_p99", "dispatch_lag_ms_p99",
     "imbalance_requests", "imbalance_prompt_tokens", "decision_us_p50", "decision_us_p99",
     "prefill_utilisation_mean", "kv_held_mean",
+    "total_cost_usd", "cost_per_1k_requests_usd", "cost_per_good_request_usd", "gateway_cost_usd",
 )  # fmt: skip
 
 Column = tuple[str, str, Callable[[Any], str]]
@@ -56,6 +59,22 @@ LATENCY: list[Column] = [
 ] + [("e2e_ms_p50", "E2E p50", _num(0)), ("e2e_ms_p99", "E2E p99", _num(0))]
 
 
+def _usd(value: Any) -> str:
+    return "-" if value is None else f"${value:,.4f}"
+
+
+COST: list[Column] = [
+    ("token_cache_hit_ratio", "cache hit", _pct),
+    ("goodput_ratio", "goodput", _pct),
+    ("ttft_ms_p50", "TTFT p50", _num(0)),
+    ("ttft_ms_p90", "TTFT p90", _num(0)),
+    ("total_cost_usd", "cost", _usd),
+    ("cost_per_1k_requests_usd", "$ / 1k req", _usd),
+    ("cost_per_good_request_usd", "$ / good req", _usd),
+    ("gateway_cost_usd", "gateway's cost", _usd),
+]
+
+
 def complete_row(row: dict[str, Any], oracle: float, parameters: dict[str, Any]) -> dict[str, Any]:
     """All measure keys, the oracle, and the run parameters, whatever the row holds."""
     full = {"policy": row["policy"], "error": row.get("error")}
@@ -86,6 +105,8 @@ def render(rows: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> str:
     """The whole text report: parameters, summary, latencies, backends, failures."""
     out = [_parameter_line(parameters), "", table(rows, SUMMARY), ""]
     out += ["Latency in trace-time ms (wall time / time scale):", "", table(rows, LATENCY)]
+    if any(row.get("total_cost_usd") is not None for row in rows):
+        out += ["", "Cost (USD; good = met both SLOs):", "", table(rows, COST)]
     for row in rows:
         out += detail_lines(row, "per backend", _backends(row.get("backends") or {}))
     return "\n".join(out)
@@ -105,13 +126,20 @@ def detail_lines(row: dict[str, Any], label: str, backends: str) -> list[str]:
 def _parameter_line(p: dict[str, Any]) -> str:
     return (
         f"trace {p['trace_name']} ({p['requests']} requests), time scale {p['time_scale']:g}"
-        f"{' (default)' if p['time_scale_is_default'] else ''}, {p['fleet_size']} engines x "
-        f"{p['kv_capacity_tokens']:,} KV tokens, prefill {p['prefill_tokens_per_s']:,.0f} tok/s, "
+        f"{' (default)' if p['time_scale_is_default'] else ''}, {_engines(p)}"
+        f"prefill {p['prefill_tokens_per_s']:,.0f} tok/s, "
         f"decode {p['decode_base_ms']:g} ms + {p['decode_per_seq_ms']:g} ms/seq, "
         f"SLO TTFT {p['ttft_slo_ms']:g} ms / TPOT {p['tpot_slo_ms']:g} ms"
         + _pooled(p.get("oracle_pooled_kv_hit_ratio"))
         + _offline(p.get("offline_routing_hit_ratios"))
+        + ("\n" + hybrid_line() if p.get("fleet") == "hybrid" else "")
     )
+
+
+def _engines(p: dict[str, Any]) -> str:
+    if p.get("fleet") == "hybrid":  # the speeds that follow are the local engines'
+        return "hybrid fleet (next line), local engines' "
+    return f"{p['fleet_size']} engines x {p['kv_capacity_tokens']:,} KV tokens, "
 
 
 def _pooled(ratio: float | None) -> str:
@@ -139,6 +167,8 @@ def _backends(backends: dict[str, dict[str, Any]]) -> str:
             text += f" prefill {_pct(row['prefill_utilisation'])}"
         if row.get("kv_held_mean") is not None:
             text += f" KV held {_pct(row['kv_held_mean'])}"
+        if row.get("cost_usd") is not None:
+            text += f" {_usd(row['cost_usd'])}"
         parts.append(text)
     return "; ".join(parts) or "-"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,10 @@ from gateway.config import ConfigError, parse_config
 
 from . import engine_stats
 from .client import HttpTransport, fetch_all, new_session
-from .fleet import EngineOptions, Fleet, backend_names, emulator_flags, plan_fleet
+from .costs import cost_summary, gateway_cost_usd
+from .fleet import EngineOptions, Fleet, FleetPlan, backend_names, emulator_flags, plan_fleet
 from .fleet import start_gateway as start_gateway_process
+from .hybrid import HybridPlan, plan_hybrid
 from .metrics import (
     Slo,
     backend_counts,
@@ -54,6 +56,9 @@ class ReplaySettings:
     workdir: Path
     access_log: bool = False
     """Gateways log every request (decision, reasons) to their log in `workdir`."""
+    hybrid: bool = False
+    """The hybrid fleet (`hybrid.py`: local engines and emulated clouds) instead of
+    `engines.count` identical engines."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,7 @@ class Measured:
     stats_before: list[Any]
     stats_after: list[Any]
     decision_us: list[float]
+    gateway_cost_usd: float | None = None
 
 
 def run_target(target: Target, settings: ReplaySettings) -> dict[str, Any]:
@@ -81,13 +87,16 @@ def run_target(target: Target, settings: ReplaySettings) -> dict[str, Any]:
     fleet: Fleet | None = None
     router: Router | None = None
     try:
-        plan = plan_fleet(settings.engines, emulator_flags())
+        plan, hybrid = _plan(settings)
         fleet = Fleet(plan, settings.workdir)
         fleet.start()
-        router = start_router(target, fleet.urls, settings)
+        router = start_router(target, fleet.urls, settings, hybrid)
         measured = asyncio.run(measure(router, fleet.urls, settings, target.name))
         notes = [*plan.notes, *router.notes]
-        return summarise(target.name, measured, router, settings, plan.cost_model, notes)
+        row = summarise(target.name, measured, router, settings, plan.cost_model, notes)
+        if hybrid is not None:
+            add_costs(row, measured, hybrid, settings)
+        return row
     except (StartError, ConfigError, ValueError, OSError, subprocess.SubprocessError) as exc:
         return {"policy": target.name, "error": _one_line(exc)}
     finally:
@@ -97,14 +106,40 @@ def run_target(target: Target, settings: ReplaySettings) -> dict[str, Any]:
             fleet.stop()
 
 
+def _plan(settings: ReplaySettings) -> tuple[FleetPlan, HybridPlan | None]:
+    if settings.hybrid:
+        hybrid = plan_hybrid(settings.engines)
+        return hybrid.fleet, hybrid
+    return plan_fleet(settings.engines, emulator_flags()), None
+
+
+def add_costs(
+    row: dict[str, Any], measured: Measured, hybrid: HybridPlan, settings: ReplaySettings
+) -> None:
+    """The run's cost measures, each backend's share, and the gateway's own total."""
+    run = measured.run
+    costs = cost_summary(run.results, hybrid.prices, settings.slo, run.time_scale)
+    for name, usd in costs.pop("cost_usd_by_backend").items():
+        row["backends"].setdefault(name, {})["cost_usd"] = usd
+    row.update(costs, gateway_cost_usd=measured.gateway_cost_usd)
+
+
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, ConfigError):
         return "gateway config: " + "; ".join(exc.problems)
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-def start_router(target: Target, engine_urls: list[str], settings: ReplaySettings) -> Router:
-    names = dict(zip(engine_urls, backend_names(len(engine_urls)), strict=True))
+def start_router(
+    target: Target,
+    engine_urls: list[str],
+    settings: ReplaySettings,
+    hybrid: HybridPlan | None = None,
+) -> Router:
+    known = hybrid.names if hybrid is not None else backend_names(len(engine_urls))
+    names = dict(zip(engine_urls, known, strict=True))
+    if target.kind == "sglang" and hybrid is not None:
+        raise ValueError("SGLang's router cannot reach the hybrid fleet's Anthropic backend")
     if target.kind == "sglang":
         server, port, version = start_sglang_router(engine_urls, settings.workdir)
         note = f"sglang-router {version or '(version unknown)'}, policy cache_aware"
@@ -121,6 +156,9 @@ def start_router(target: Target, engine_urls: list[str], settings: ReplaySetting
     }
     backends = {n: u for u, n in names.items()}
     fleet = FleetRoute(settings.route, UPSTREAM_MODEL, backends, ring_size, cache)
+    if hybrid is not None:  # the SLOs in wall-clock ms, as the gateway measures
+        sla = {"ttft_ms": settings.slo.ttft_ms * scale, "tpot_ms": settings.slo.tpot_ms * scale}
+        fleet = replace(fleet, entries=hybrid.backends, sla=sla)
     if target.kind == "config":
         assert target.config_path is not None
         config = user_config(target.config_path, fleet, port)
@@ -153,7 +191,8 @@ async def measure(
         run = await _replay_with_progress(session, router, settings, label)
         after = await fetch_all(session, stats_urls)
         decision_us = await _decision_times(session, router, run) if router.is_gateway else []
-    return Measured(run, before, after, decision_us)
+        spent = await gateway_cost_usd(session, router.base_url) if router.is_gateway else None
+    return Measured(run, before, after, decision_us, spent)
 
 
 async def _replay_with_progress(

@@ -29,6 +29,9 @@ class RequestResult:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    """Prompt tokens written to a provider's cache (Anthropic's, billed apart)."""
+    cache_write_1h_tokens: int | None = None
     backend: str | None = None
     decision_id: str | None = None
     due_at: float = 0.0

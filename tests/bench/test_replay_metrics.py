@@ -132,7 +132,12 @@ def test_backend_counts_include_idle_backends() -> None:
         result(backend="e1"),
     ]
     counts = backend_counts(results, ["e0", "e1", "e2"])
-    assert counts["e0"] == {"requests": 2, "prompt_tokens": 40, "cached_tokens": 100}
+    assert counts["e0"] == {
+        "requests": 2,
+        "prompt_tokens": 40,
+        "cached_tokens": 100,
+        "completion_tokens": 22,
+    }
     assert counts["e2"]["requests"] == 0
     summary = imbalance_summary(counts)
     assert summary["imbalance_requests"] == pytest.approx(2.0)

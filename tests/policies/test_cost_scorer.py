@@ -223,3 +223,30 @@ def test_per_mtok(rate: float, text: str) -> None:
 def test_no_candidates() -> None:
     policy = CostScorer("cost", CostScorer.Params())
     assert dict(policy.score(snapshot([]), [])) == {}
+
+
+@pytest.mark.parametrize(
+    ("use_cache", "expected"),
+    [
+        # a's cache counted: 1,100 micro-$ against b's 5,050 (as above).
+        pytest.param(True, {"a": 1.0, "b": 1_100 / 5_050}, id="cache-counted"),
+        # Ignored: a costs 10,000 + 100 = 10,100 micro-$, b 5,050: the list price wins.
+        pytest.param(False, {"a": 5_050 / 10_100, "b": 1.0}, id="cache-ignored"),
+    ],
+)
+def test_use_cache_false_prices_every_prompt_token_as_input(
+    use_cache: bool, expected: dict[str, float]
+) -> None:
+    prices = {
+        "a": Prices(input_usd_per_mtok=1, cached_input_usd_per_mtok=0.1, output_usd_per_mtok=1),
+        "b": Prices(input_usd_per_mtok=0.5, output_usd_per_mtok=0.5),
+    }
+    values, reasons = scored(
+        prices,
+        names=("a", "b"),
+        cached={"a": 10_000},
+        prompt_tokens=10_000,
+        params={"use_cache": use_cache},
+    )
+    assert values == pytest.approx(expected)
+    assert ("cached" in reasons["a"]) is use_cache
