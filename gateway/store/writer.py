@@ -159,14 +159,16 @@ class StoreWriter:
         await self._engine.dispose()
 
     async def flush_now(self) -> int:
-        """Write the rows queued now, batch by batch; stops at the first failure.
+        """Write the rows queued now, batch by batch; stops at the first failure. A batch
+        the background task is writing counts: the first turn waits for it (the write
+        lock), so the rows are in the database when this returns.
 
         Returns the number of rows written.
         """
         if not await self._prepare():
             return 0
         before = self._written
-        batches = -(-len(self._queue) // self._config.batch_size)
+        batches = -(-(len(self._queue) + self._writing) // self._config.batch_size)
         for batch in range(batches):
             if batch:
                 await asyncio.sleep(0)  # the loop's other tasks run between two batches

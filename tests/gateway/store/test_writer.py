@@ -60,6 +60,40 @@ async def test_the_flush_task_writes_without_being_asked(
     assert [row["tokens"] for row in await read_rows(db_url, "probe_results")] == list(range(10))
 
 
+async def test_flush_now_waits_for_the_batch_the_flush_task_is_writing(
+    db_url: str, make_writer: MakeWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = make_writer(db_url, flush_interval_s=3600)
+    await writer.start()
+    await writer.flush_now()  # the flush task now sleeps for an hour
+    insert = writer._insert
+    release = asyncio.Event()
+
+    async def held(groups: dict[str, list[dict[str, Any]]]) -> None:
+        await release.wait()
+        await insert(groups)
+
+    monkeypatch.setattr(writer, "_insert", held)
+    writer.put("requests", request_row(NOW, decision_id="in-flight"))
+    background = asyncio.get_running_loop().create_task(writer._write_next())
+    await eventually(_taken(writer), "the batch taken for writing")
+
+    flush = asyncio.get_running_loop().create_task(writer.flush_now())
+    await asyncio.sleep(0.05)
+    assert not flush.done()  # the queue is empty, but a batch is still being written
+    release.set()
+    await flush
+    await background
+    assert [row["decision_id"] for row in await read_rows(db_url, "requests")] == ["in-flight"]
+
+
+def _taken(writer: Any) -> Any:
+    async def check() -> bool:
+        return bool(writer.status()["queued"] == 0 and writer._writing == 1)
+
+    return check
+
+
 async def test_stop_writes_what_is_still_queued(db_url: str, make_writer: MakeWriter) -> None:
     writer = make_writer(db_url, flush_interval_s=3600)
     await writer.start()
