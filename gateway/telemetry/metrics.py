@@ -28,6 +28,7 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from gateway.telemetry.record import RequestRecord
+from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -97,8 +98,7 @@ class GatewayMetrics:
         self._weights = weights or {}
         self._prices = prices
         self._children: dict[tuple[str, str], _Series] = {}
-        self._max_teams = max_team_labels
-        self._teams: set[str] = set()
+        self._team = TeamLabels(max_team_labels)
         self._define_requests()
         self._define_tokens()
         self._define_state()
@@ -304,17 +304,6 @@ class GatewayMetrics:
         for attempt in record.decision.attempts[:-1]:
             if attempt.outcome != "ok":
                 self.retries.labels(route, attempt.backend, attempt.outcome).inc()
-
-    def _team(self, team: str | None) -> str:
-        """A bounded label: the first `max_team_labels` teams seen keep their name."""
-        if team is None:
-            return "none"
-        if team in self._teams:
-            return team
-        if len(self._teams) < self._max_teams and team not in ("none", "other"):
-            self._teams.add(team)
-            return team
-        return "other"
 
     def _series(self, route: str, backend: str) -> _Series:
         """The (route, backend) children, looked up once: `labels()` per update costs more

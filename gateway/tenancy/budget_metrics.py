@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from gateway.tenancy.budget_ledger import Spend
 from gateway.tenancy.budget_windows import Period
+from gateway.tenancy.team_labels import TeamLabels
 
 BUDGET_METRIC_NAMES = (
     "switchyard_team_spend_usd_total",
@@ -25,8 +26,7 @@ BUDGET_METRIC_NAMES = (
 
 class BudgetMetrics:
     def __init__(self, registry: CollectorRegistry, *, max_team_labels: int, shared: bool) -> None:
-        self._max_teams = max_team_labels
-        self._teams: set[str] = set()
+        self._team = TeamLabels(max_team_labels)
         # Shared totals are the same in every worker; local ones are each worker's own.
         mode: Literal["livemax", "livesum"] = "livemax" if shared else "livesum"
         self.team_spend = Counter(
@@ -59,13 +59,3 @@ class BudgetMetrics:
     def route_spend(self, route: str, period: Period, spent_usd: float, limit_usd: float) -> None:
         self.route_spent.labels(route, period).set(spent_usd)
         self.route_limit.labels(route, period).set(limit_usd)
-
-    def _team(self, team: str | None) -> str:
-        if team is None:
-            return "none"
-        if team in self._teams:
-            return team
-        if len(self._teams) < self._max_teams and team not in ("none", "other"):
-            self._teams.add(team)
-            return team
-        return "other"

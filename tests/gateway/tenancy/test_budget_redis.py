@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import secrets
-from collections.abc import AsyncIterator
 
 import pytest
 from redis.asyncio import Redis
@@ -15,24 +13,11 @@ from gateway.tenancy.budget_windows import counters_of
 from gateway.tenancy.budgets import Budgets
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.config import BudgetsConfig
+from tests.gateway.tenancy.conftest import REDIS_URL
 from tests.gateway.tenancy.test_budgets import MIDNIGHT, NOON, FakeClock
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 CLOSED_PORT_URL = "redis://127.0.0.1:9/0"
 KEY = Caller("key_r1", "virtual", budget_usd_per_day=1.0)
-
-
-@pytest.fixture
-async def namespace() -> AsyncIterator[str]:
-    name = f"sy-test-{secrets.token_hex(6)}"
-    yield name
-    client = Redis.from_url(REDIS_URL)
-    try:
-        found = [key async for key in client.scan_iter(match=f"{name}:*")]
-        if found:
-            await client.delete(*found)
-    finally:
-        await client.aclose()
 
 
 def replica(clock: FakeClock, namespace: str, url: str = REDIS_URL, **config: object) -> Budgets:

@@ -14,10 +14,10 @@ from gateway.cli import main
 from gateway.tenancy.budget_ledger import Spend, SpendLedger
 from gateway.tenancy.budget_redis import RedisSpend
 from gateway.tenancy.config import BudgetsConfig
-from tests.gateway.tenancy.test_budget_redis import REDIS_URL, namespace
+from tests.gateway.tenancy.conftest import REDIS_URL
 from tests.gateway.tenancy.test_keys_cli import config_path
 
-__all__ = ["config_path", "namespace"]
+__all__ = ["config_path"]
 
 
 def test_a_key_is_created_with_budgets_and_listed_with_them(

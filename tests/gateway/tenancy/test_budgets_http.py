@@ -13,10 +13,9 @@ import pytest
 
 from gateway.tenancy.budget_windows import counters_of, window_of
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
-from tests.gateway.tenancy.test_budget_redis import namespace
 from tests.gateway.tenancy.test_keys_http import ADMIN, SECRET_ENV, bearer, create, secrets_in_env
 
-__all__ = ["namespace", "secrets_in_env"]
+__all__ = ["secrets_in_env"]
 
 FEE_USD = 0.4
 """What one answer of the priced engine costs (a fee per request)."""

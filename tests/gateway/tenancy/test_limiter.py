@@ -4,19 +4,16 @@
 from __future__ import annotations
 
 import logging
-import secrets
-from collections.abc import AsyncIterator
 
 import pytest
-from redis.asyncio import Redis
 
 from gateway.errors import RateLimited
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.config import LimitsConfig, RateLimit
 from gateway.tenancy.limiter import RateLimiter
 from gateway.tenancy.redis_buckets import RedisBuckets
+from tests.gateway.tenancy.conftest import REDIS_URL
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 CLOSED_PORT_URL = "redis://127.0.0.1:9/0"
 KEY = Caller("key_t1", "virtual", team="search", rpm=2, tpm=1_000)
 
@@ -27,19 +24,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture
-async def namespace() -> AsyncIterator[str]:
-    name = f"sy-test-{secrets.token_hex(6)}"
-    yield name
-    client = Redis.from_url(REDIS_URL)
-    try:
-        found = [key async for key in client.scan_iter(match=f"{name}:*")]
-        if found:
-            await client.delete(*found)
-    finally:
-        await client.aclose()
 
 
 def limiter(clock: FakeClock, redis: RedisBuckets | None = None, **config: object) -> RateLimiter:
