@@ -80,6 +80,18 @@ class ServerConfig(_Strict):
         description="On SIGTERM/SIGINT, requests in flight may finish for this long; streams "
         "still open then end with an error event.",
     )
+    gc_gen0_threshold: int = Field(
+        20_000,
+        ge=0,
+        le=1_000_000,
+        description="Served process: container allocations between young-generation "
+        "collections (CPython's default 700; 0 keeps it). Fewer passes, less CPU per request.",
+    )
+    gc_freeze: bool = Field(
+        True,
+        description="Served process: leave the objects built at start-up out of every later "
+        "garbage collection (gc.freeze), so full passes do not walk them.",
+    )
 
 
 class StateConfig(_Strict):

@@ -30,10 +30,12 @@ RESTART_ONLY_SERVER_KEYS = (
     "admin_keys_env",
     "metrics_token_env",
     "allow_unauthenticated",
+    "gc_gen0_threshold",
+    "gc_freeze",
 )
 """`server` keys a running process cannot apply: the socket is bound, keys were read from the
-environment, the ring and the log queue are sized. `max_body_bytes` and `shutdown_drain_s`
-reload."""
+environment, the ring and the log queue are sized, the collector was tuned at start.
+`max_body_bytes` and `shutdown_drain_s` reload."""
 
 
 class _Named(Protocol):

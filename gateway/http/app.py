@@ -27,6 +27,7 @@ from gateway.http.dashboard import router as dashboard_router
 from gateway.http.ingress import PROXY_PATHS, ProxyPath
 from gateway.http.proxy import serve_proxy
 from gateway.http.responses import error_response, json_response
+from gateway.process_gc import tuned_collector
 from gateway.process_signals import handle_signals
 from gateway.runtime import Runtime
 from gateway.service import start_gateway
@@ -116,6 +117,10 @@ def create_app(
             app.state.runtime = runtime
             if signals:
                 stack.enter_context(handle_signals(runtime, asyncio.get_running_loop()))
+                server = config.server
+                stack.enter_context(
+                    tuned_collector(server.gc_gen0_threshold, freeze=server.gc_freeze)
+                )
             if config.demo.traffic_rps > 0:
                 routes = [route.name for route in config.routes]
                 start_task(stack, run_demo(entry, config.demo, routes), name="demo-traffic")

@@ -37,14 +37,9 @@ from gateway.quality.config import QualityConfig
 from gateway.quality.explain import describe_signal
 from gateway.quality.observation import SignalEvent
 from gateway.quality.pair import UNKNOWN, HistoryPoint, Pair, StateChange, fresh_responses
-from gateway.quality.peers import (
-    PEER_RELATIVE,
-    PeerRates,
-    add_to_strata,
-    collect_peer_rates,
-    compare,
-)
-from gateway.quality.score import DecayedRate, SignalScore, signal_score, worst_of
+from gateway.quality.pair_scores import score_all, within_tolerance
+from gateway.quality.peers import PEER_RELATIVE, PeerRates, add_to_strata, collect_peer_rates
+from gateway.quality.score import DecayedRate, SignalScore, worst_of
 from gateway.quality.suspicion import Trial
 from gateway.quality.trial_judge import (
     audit_entry,
@@ -91,7 +86,7 @@ class QualityBook:
         now = self._clock()
         pair = self._pair(backend, model)
         half_life, window = self.config.half_life_s, self.config.recent_window
-        bad = False
+        bad: set[str] = set()
         for event in events:
             targets = [pair.signals] if pair.fresh is None else [pair.signals, pair.fresh]
             for signals in targets:
@@ -104,10 +99,14 @@ class QualityBook:
             if pair.trial is not None:
                 pair.trial.add(event.signal, event.bad, event.weight)
             self.events += 1
-            bad = bad or event.bad
-        if bad or pair.state != "healthy":
+            if event.bad:
+                bad.add(event.signal)
+        if pair.state != "healthy" or (
+            bad and not within_tolerance(self.config, pair, bad, self._peer_rates, now)
+        ):
             self._judge(pair, now)
-        # Good evidence cannot demote a healthy pair: its view catches up on refresh().
+        # Good evidence, or bad evidence still within tolerance, cannot demote a healthy
+        # pair: its view catches up on refresh(), about once a second.
 
     def evidence(self, backend: str, model: str) -> dict[str, tuple[float, float]]:
         """Each signal's (bad, total) evidence weight as of now, for keeping across restarts."""
@@ -286,35 +285,7 @@ class QualityBook:
     def _score_all(
         self, pair: Pair, signals: dict[str, DecayedRate] | None, now: float
     ) -> tuple[SignalScore, ...]:
-        cfg = self.config
-        out: list[SignalScore] = []
-        for name, rate in (signals or {}).items():
-            evidence = rate.decayed(now, cfg.half_life_s)
-            baseline = 0.0
-            if name in PEER_RELATIVE:
-                rates = self._peer_rates
-                found = compare(
-                    pair.backend, pair.model, name, pair.strata, rates, now, cfg.half_life_s
-                )
-                if found is None:
-                    continue  # nothing to compare with: not evidence
-                pair.comparisons[name] = found
-                baseline = found.baseline
-                if signals is pair.signals:  # on the kinds of requests peers also saw
-                    evidence = found.evidence
-            out.append(
-                signal_score(
-                    name,
-                    evidence,
-                    cfg.tolerance(name),
-                    z=cfg.confidence_z,
-                    prior_weight=cfg.prior_weight,
-                    min_evidence=cfg.min_evidence,
-                    baseline=baseline,
-                    recent_z=cfg.recent_confidence_z,
-                )
-            )
-        return tuple(out)
+        return score_all(self.config, pair, signals, self._peer_rates, now)
 
     def _transition(
         self, pair: Pair, now: float, fidelity: float, fresh_fidelity: float, seen: bool

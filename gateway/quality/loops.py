@@ -47,7 +47,16 @@ class Loop:
 
 def words_of(text: str) -> list[str]:
     """Whitespace-separated words, case-folded; each CJK or Thai character is a word."""
+    if text.isascii():  # the common case, in C: same words as the expression's
+        return text.lower().split()
     return _WORD.findall(text.casefold())
+
+
+def has_repeated_trigram(words: Sequence[str]) -> bool:
+    """Some three words in a row occur twice. Without, no unit repeats back to back over
+    three words or more, and `find_loop` finds nothing: a cheap test for most answers."""
+    trigrams = list(zip(words, words[1:], words[2:], strict=False))
+    return len(set(trigrams)) < len(trigrams)
 
 
 def find_loop(words: Sequence[str], *, max_period: int) -> Loop | None:

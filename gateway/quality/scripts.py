@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+_ASCII_NON_LETTERS = bytes(b for b in range(128) if not chr(b).isalpha())
 _LATIN = re.compile(r"[A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff]+")
 _ALPHABETIC: Mapping[str, str] = {
     "greek": "\u0370-\u03ff\u1f00-\u1fff",
@@ -87,9 +88,10 @@ class ScriptLetters:
 
 def script_letters(text: str) -> ScriptLetters:
     """Count the text's letters per script; ASCII text takes a fast path."""
-    latin = sum(map(len, _LATIN.findall(text)))
     if text.isascii():
-        return ScriptLetters(latin, {})
+        ascii_letters = text.encode("ascii").translate(None, _ASCII_NON_LETTERS)
+        return ScriptLetters(len(ascii_letters), {})
+    latin = sum(map(len, _LATIN.findall(text)))
     other = {name: sum(map(len, pattern.findall(text))) for name, pattern in _PATTERNS.items()}
     return ScriptLetters(latin, {name: count for name, count in other.items() if count})
 

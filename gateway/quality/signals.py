@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from gateway.quality.loops import Loop, find_loop, words_of
+from gateway.quality.loops import Loop, find_loop, has_repeated_trigram, words_of
 from gateway.quality.observation import Dimension, Observation, SignalEvent, ToolCallSeen
 from gateway.quality.schema_check import UnusableSchema, schema_violation
 from gateway.quality.scripts import expected_scripts, script_letters
@@ -231,6 +231,8 @@ def repetition_signal(obs: Observation, params: SignalParams) -> SignalEvent | N
     words = words_of(window)[1:] if windowed else words_of(window)  # cut inside a word
     if len(words) < params.repetition_min_words:
         return None
+    if not has_repeated_trigram(words):
+        return event("repetition", False, share=0.0)
     loop = find_loop(words, max_period=params.repetition_max_period_words)
     if loop is None or not _degenerate(loop, params):
         share = loop.share if loop is not None and loop.repeats >= 2 else 0.0

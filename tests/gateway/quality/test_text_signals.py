@@ -183,3 +183,51 @@ def test_script_counts() -> None:
     assert script_letters("plain ascii 123").other == {}
     assert expected_scripts("Привет, как дела?") == {"cyrillic"}
     assert expected_scripts("What is the capital of Korea?") == {"hangul"}
+
+
+WORDISH = "abc XYZ\t\n\x0b\x1c\x1f.,!0é語 "
+
+
+def _random_texts(count: int, alphabet: str) -> list[str]:
+    import random
+
+    rng = random.Random(7)
+    return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(count)]
+
+
+def test_fast_paths_agree_with_the_expressions() -> None:
+    """ASCII text takes `str.split` and a byte count; they must read what the regular
+    expressions read, whitespace control characters included."""
+    from gateway.quality import loops, scripts
+
+    for text in _random_texts(3000, WORDISH):
+        assert words_of(text) == loops._WORD.findall(text.casefold()), repr(text)
+        latin = sum(map(len, scripts._LATIN.findall(text)))
+        assert script_letters(text).latin == latin, repr(text)
+
+
+@pytest.mark.parametrize(
+    ("content", "repeated"),
+    [
+        ("one two three four one two three", True),
+        ("one two three four five six", False),
+        ("a a a", False),
+        ("a a a a", True),
+    ],
+)
+def test_repeated_trigram(content: str, repeated: bool) -> None:
+    from gateway.quality.loops import has_repeated_trigram
+
+    assert has_repeated_trigram(content.split()) is repeated
+
+
+@pytest.mark.parametrize("content", [texts.PROSE, texts.LONG_ANSWER, texts.PYTHON])
+def test_no_repeated_trigram_means_no_loop(content: str) -> None:
+    """The repetition signal skips `find_loop` without a repeated trigram: only sound if
+    `find_loop` would have found nothing either."""
+    from gateway.quality.loops import has_repeated_trigram
+
+    words = words_of(content)
+    for cut in range(3, len(words), 7):
+        if not has_repeated_trigram(words[:cut]):
+            assert find_loop(words[:cut], max_period=200) is None
