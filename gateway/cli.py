@@ -150,6 +150,10 @@ def _bench(args: argparse.Namespace) -> int:
         from bench.telemetry_cost import main as telemetry_main
 
         return telemetry_main(rest)
+    if args.bench_name == "cpu":
+        from bench.cpu_cost import main as cpu_main
+
+        return cpu_main(rest)
     if args.bench_name == "decision":
         from bench.decision import main as decision_main
 
@@ -280,7 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a benchmark: replay (trace replay), matrix (every workload cell through "
         "every policy), overhead, decision, quality (faults), quality-real (probes "
         "calibrated on real llama.cpp replicas), real-engines (a chat trace through "
-        "round-robin, least-load and cache-aware on real llama.cpp replicas) "
+        "round-robin, least-load and cache-aware on real llama.cpp replicas), cpu (CPU "
+        "per request and per SSE chunk with the defaults on, and what each part costs), "
         "telemetry (what records, metrics and the store cost), "
         "or hold, soak, kill-backend, store-outage (load and soak: docs/reliability.md)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
@@ -292,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
             "replay",
             "matrix",
             "overhead",
+            "cpu",
             "decision",
             "quality",
             "quality-real",

@@ -172,6 +172,7 @@ class Router:
             backends=views,
             now_s=time.time(),
             cached_tokens=work.cached_tokens,
+            cache_writes=work.cache_writes() if work.breakpoints else {},
             quality=QualityViews(quality, names, route.model, members, prepared.models)
             if quality is not None
             else {},

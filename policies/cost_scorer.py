@@ -1,7 +1,8 @@
 """Prefers the backend where the request is predicted to cost least in money: its prices for
-the model asked of it, the tier the prompt falls in, and the prompt tokens predicted cached
-there. With `sla-filter` and `quality-filter` before it, the cheapest backend predicted to
-meet the SLA and the quality floor wins."""
+the model asked of it, the tier the prompt falls in, the prompt tokens predicted cached
+there and, on an explicit-caching backend, those the request writes to its cache. With
+`sla-filter` and `quality-filter` before it, the cheapest backend predicted to meet the SLA
+and the quality floor wins."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from policies.base import PolicyParams, Role, Score
 from policies.predict import cached_prompt_tokens_each
 from policies.prices import Prices, Rates
 from policies.register import register_policy
-from policies.snapshot import BackendView, Snapshot
+from policies.snapshot import BackendView, CacheWrite, Snapshot
 
 _PER_MTOK = 1_000_000.0
 
@@ -33,6 +34,9 @@ class CostPrediction(NamedTuple):
     """The tier's rates; None for a candidate without prices."""
     prices: Prices | None = None
     unpriced_usd_per_mtok: float = 0.0
+    written_tokens: int = 0
+    """Uncached prompt tokens written to the backend's cache, at `write_usd_per_mtok`."""
+    write_usd_per_mtok: float = 0.0
 
 
 @register_policy
@@ -41,15 +45,18 @@ class CostScorer:
     twice as expensive 0.5, where
 
         cost = fee + (uncached prompt * input + cached prompt * cached input
-                      + expected output * output) / 1e6
+                      + written prompt * cache write + expected output * output) / 1e6
 
     at the rates of the tier the whole prompt falls in. Cached prompt tokens are the
-    prefix index's prediction for that backend; expected output tokens are the request's
+    prefix index's prediction for that backend; written ones, of the uncached, those the
+    snapshot says the request writes to an explicit-caching backend's cache (Anthropic's:
+    up to its last breakpoint), at the write price of the retention asked (5m or 1h; a
+    price that leaves it unset bills it as input); expected output tokens are the request's
     `max_tokens` capped at `max_output_tokens` (or that cap when unset). A candidate
     without prices costs `unpriced_usd_per_mtok` per token of prompt and output (0: free,
     or an amortised price for local engines). Costs below `min_cost_usd` count as it, so
     free candidates tie and the ratio stays defined. With `use_cache: false` no prompt
-    token counts as cached: the cheapest by list price.
+    token counts as cached or written: the cheapest by list price.
     """
 
     role: ClassVar[Role] = "scorer"
@@ -88,37 +95,53 @@ def predicted_costs(
     output = cap if asked is None else max(0, min(asked, cap))
     if params.use_cache:
         cached = cached_prompt_tokens_each(snapshot, candidates)
+        writes = snapshot.cache_writes
     else:
-        cached = [0] * len(candidates)
+        cached, writes = [0] * len(candidates), {}
     get, unpriced = snapshot.prices.get, params.unpriced_usd_per_mtok
-    seen: dict[tuple[int, int], CostPrediction] = {}
+    seen: dict[tuple[int, int, CacheWrite | None], CostPrediction] = {}
     out = []
     for b, hit in zip(candidates, cached, strict=True):
-        prices = get(b.name)
-        key = (id(prices), hit)
+        prices, write = get(b.name), writes.get(b.name) if writes else None
+        key = (id(prices), hit, write)
         found = seen.get(key)
         if found is None:
-            found = seen[key] = _predict(prices, prompt, hit, output, unpriced)
+            found = seen[key] = _predict(prices, prompt, hit, output, unpriced, write)
         out.append(found)
     return out
 
 
 def _predict(
-    prices: Prices | None, prompt: int, cached: int, output: int, unpriced: float
+    prices: Prices | None,
+    prompt: int,
+    cached: int,
+    output: int,
+    unpriced: float,
+    write: CacheWrite | None = None,
 ) -> CostPrediction:
     if prices is None:
         cost = (prompt + output) * unpriced / _PER_MTOK
         return CostPrediction(cost, prompt, cached, output, None, None, unpriced)
     rates = prices.rates(prompt)
+    written = 0 if write is None else max(0, min(write.tokens, prompt - cached))
+    write_rate = (
+        rates.cache_write_1h if write is not None and write.ttl == "1h" else rates.cache_write
+    )
     # `Rates.cost_usd` without the clamps: `cached` is within the prompt, `output` >= 0.
-    per_token = (prompt - cached) * rates.input + cached * rates.cached_input
+    per_token = (
+        (prompt - cached - written) * rates.input
+        + cached * rates.cached_input
+        + written * write_rate
+    )
     cost = rates.request_usd + (per_token + output * rates.output) / _PER_MTOK
-    return CostPrediction(cost, prompt, cached, output, rates, prices)
+    return CostPrediction(
+        cost, prompt, cached, output, rates, prices, 0.0, written, write_rate if written else 0.0
+    )
 
 
 def _reason(p: CostPrediction) -> str:
-    """`predicted $0.0041: 3,900 of 4,100 prompt tokens cached at $0.30/M, 200 at $3/M,
-    256 output at $15/M, tier ≤ 200K`."""
+    """`predicted $0.0041: 3,900 of 4,100 prompt tokens cached at $0.30/M, 200 written at
+    $3.75/M, 256 output at $15/M, tier ≤ 200K`."""
     rates = p.rates
     if rates is None:
         if p.unpriced_usd_per_mtok <= 0:
@@ -138,14 +161,23 @@ def _reason(p: CostPrediction) -> str:
 
 
 def _prompt_part(p: CostPrediction, rates: Rates) -> str:
-    prompt, cached = p.prompt_tokens, p.cached_tokens
+    prompt, cached, written = p.prompt_tokens, p.cached_tokens, p.written_tokens
     if prompt <= 0:
         return "prompt not counted"
-    if cached <= 0:
+    if cached <= 0 and written <= 0:
         return f"{prompt:,} prompt tokens at {per_mtok(rates.input)}"
-    text = f"{cached:,} of {prompt:,} prompt tokens cached at {per_mtok(rates.cached_input)}"
-    if cached < prompt:
-        text += f", {prompt - cached:,} at {per_mtok(rates.input)}"
+    parts = []
+    if cached > 0:
+        parts.append(f"cached at {per_mtok(rates.cached_input)}")
+    if written > 0:
+        parts.append(f"written at {per_mtok(p.write_usd_per_mtok)}")
+    first = cached if cached > 0 else written
+    text = f"{first:,} of {prompt:,} prompt tokens {parts[0]}"
+    if cached > 0 and written > 0:
+        text += f", {written:,} {parts[1]}"
+    plain = prompt - cached - written
+    if plain > 0:
+        text += f", {plain:,} at {per_mtok(rates.input)}"
     return text
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from policies.prices import Prices
 
@@ -51,6 +51,14 @@ class BackendView:
     provider_tokens_left: int | None = None
     """Tokens the provider's rate-limit headers last said it takes before their reset, less
     what was sent since (prompt plus `max_tokens` per request); None when not reported."""
+
+
+class CacheWrite(NamedTuple):
+    """Prompt tokens a request is predicted to write to a backend's prompt cache."""
+
+    tokens: int
+    ttl: Literal["5m", "1h"]
+    """The retention asked: a write is billed at the price of its retention."""
 
 
 QualityState = Literal["healthy", "suspect", "probation", "ejected", "unknown"]
@@ -118,6 +126,10 @@ class Snapshot:
     """Predicted prompt tokens already in each backend's KV cache (from the prefix index)."""
     quality: Mapping[str, QualityView] = field(default_factory=dict)
     """Each backend's live quality for the request's model; absent: no quality tracking."""
+    cache_writes: Mapping[str, CacheWrite] = field(default_factory=dict)
+    """Per explicit-caching backend (Anthropic's): the prompt tokens this request is
+    predicted to write to its cache, its uncached part up to its last breakpoint (the
+    client's or the gateway's); absent: none written."""
     prices: Mapping[str, Prices] = field(default_factory=dict)
     """Each backend's prices for the model the request asks of it; absent: no price
     configured (a local engine, or prices not given)."""

@@ -39,6 +39,10 @@ class UpstreamRequest:
     stream: bool
     cache_breakpoints: CacheBreakpoints | None = None
     """Prompt-cache breakpoints the host adds (explicit-caching adapters only)."""
+    marked_body: bytes | None = None
+    """`body` with the client's own prompt-cache breakpoints (`cache_control`), when
+    `body` is the request without them: an adapter whose API reads them (Anthropic's)
+    sends this one; every other adapter sends `body`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,10 @@ class UpstreamResponse:
     body: bytes
     rate_limit: RateLimitSignal | None = None
     """What the answer's headers said of the backend's limits; None when nothing."""
+    document: object = None
+    """`body` parsed as JSON by the adapter that checked it, for readers after it (usage,
+    the quality tap) to use instead of parsing it again; None when nobody parsed it.
+    Only a top-level field's value may differ from `body` (a renamed model)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial
 
 import aiohttp
@@ -317,14 +318,15 @@ def _content_type(response: aiohttp.ClientResponse) -> str:
     return response.headers.get("content-type", "application/json")
 
 
-def check_json_answer(response: UpstreamResponse, name: str) -> None:
-    """Raise UpstreamProtocolError (retryable) for a successful answer that is not JSON,
-    whatever its content type says: a backend or proxy that cut or garbled it, or a proxy's
-    HTML page. Relaying it would be a 200 the client cannot read."""
+def check_json_answer(response: UpstreamResponse, name: str) -> UpstreamResponse:
+    """`response` with its parsed body kept (`document`); UpstreamProtocolError (retryable)
+    for a successful answer that is not JSON, whatever its content type says: a backend or
+    proxy that cut or garbled it, or a proxy's HTML page. Relaying it would be a 200 the
+    client cannot read."""
     if response.status >= 300:
-        return
+        return response
     try:
-        orjson.loads(response.body)
+        return replace(response, document=orjson.loads(response.body))
     except orjson.JSONDecodeError:
         raise UpstreamProtocolError(
             f"backend {name} answered {response.status} with a body that is not JSON",

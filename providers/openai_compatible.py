@@ -96,8 +96,7 @@ class OpenAICompatibleProvider:
         """The whole answer, relayed as it is; one that says it is JSON and is not fails
         here, before the client sees a byte of it, so the next candidate may answer."""
         response = await self._http.send(self.request_url(request), request.body, deadlines)
-        check_json_answer(response, self.name)
-        return response
+        return check_json_answer(response, self.name)
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> HttpStream:
         """The stream past its first bytes. One that opens with an error event has sent

@@ -104,9 +104,12 @@ def _ms(timings: dict[str, Any], name: str) -> float | None:
     return None
 
 
-def usage_from_body(body: bytes) -> Usage | None:
+def usage_from_body(body: bytes, document: object = None) -> Usage | None:
+    """The usage of a whole answer; `document` is `body` already parsed, if it was."""
     if _USAGE_OBJECT not in body and b'"usage": {' not in body and _TIMINGS_OBJECT not in body:
         return None
+    if isinstance(document, dict):
+        return usage_of(document)
     try:
         return usage_of(orjson.loads(body))
     except orjson.JSONDecodeError:

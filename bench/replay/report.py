@@ -130,9 +130,21 @@ def _parameter_line(p: dict[str, Any]) -> str:
         f"prefill {p['prefill_tokens_per_s']:,.0f} tok/s, "
         f"decode {p['decode_base_ms']:g} ms + {p['decode_per_seq_ms']:g} ms/seq, "
         f"SLO TTFT {p['ttft_slo_ms']:g} ms / TPOT {p['tpot_slo_ms']:g} ms"
+        + _references_scope(p)
         + _pooled(p.get("oracle_pooled_kv_hit_ratio"))
         + _offline(p.get("offline_routing_hit_ratios"))
         + ("\n" + hybrid_line() if p.get("fleet") == "hybrid" else "")
+    )
+
+
+def _references_scope(p: dict[str, Any]) -> str:
+    """The hybrid fleet's caches differ (two small local KVs, two clouds' caches bounded by
+    a TTL, not a size): its references are computed for equal caches, and say so."""
+    if p.get("fleet") != "hybrid" or p.get("oracle_pooled_kv_hit_ratio") is None:
+        return ""
+    return (
+        f"; references below for {p['fleet_size']} equal caches of "
+        f"{p['kv_capacity_tokens']:,} tokens (an approximation of this fleet)"
     )
 
 

@@ -4,6 +4,9 @@ requests (TypedDicts: built there, serialised by orjson as they are).
 The messages, tool calls and tools are one shape whichever format they come from, and so
 is the request's frame (`ChatRequestFrame`); each ingress's `ChatRequest` adds the options
 its format can ask for (`anthropic_ingress.openai_request`, `responses_ingress.chat_request`).
+`cache_control` is Anthropic's prompt-cache breakpoint where a Messages client set one (on
+parts, messages and tools, the convention of OpenAI-format gateways in front of Claude);
+only an Anthropic backend is sent a body that carries it.
 """
 
 from __future__ import annotations
@@ -11,9 +14,15 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 
+class CacheControl(TypedDict):
+    type: Literal["ephemeral"]
+    ttl: NotRequired[Literal["5m", "1h"]]
+
+
 class TextPart(TypedDict):
     type: Literal["text"]
     text: str
+    cache_control: NotRequired[CacheControl]
 
 
 class ImageUrl(TypedDict):
@@ -25,6 +34,7 @@ class ImageUrl(TypedDict):
 class ImagePart(TypedDict):
     type: Literal["image_url"]
     image_url: ImageUrl
+    cache_control: NotRequired[CacheControl]
 
 
 ContentPart = TextPart | ImagePart
@@ -44,7 +54,7 @@ class ToolCall(TypedDict):
 
 class SystemMessage(TypedDict):
     role: Literal["system"]
-    content: str
+    content: str | list[TextPart]
 
 
 class UserMessage(TypedDict):
@@ -54,14 +64,17 @@ class UserMessage(TypedDict):
 
 class AssistantMessage(TypedDict):
     role: Literal["assistant"]
-    content: str | None
+    content: str | list[TextPart] | None
     tool_calls: NotRequired[list[ToolCall]]
+    cache_control: NotRequired[CacheControl]
+    """On the message's last block (its last tool call's, when it made any)."""
 
 
 class ToolMessage(TypedDict):
     role: Literal["tool"]
     tool_call_id: str
     content: str
+    cache_control: NotRequired[CacheControl]
 
 
 ChatMessage = SystemMessage | UserMessage | AssistantMessage | ToolMessage
@@ -78,6 +91,7 @@ class FunctionDefinition(TypedDict):
 class FunctionTool(TypedDict):
     type: Literal["function"]
     function: FunctionDefinition
+    cache_control: NotRequired[CacheControl]
 
 
 class NamedFunction(TypedDict):
@@ -114,7 +128,7 @@ def tool_call(call_id: str, name: str, arguments: str) -> ToolCall:
 
 def user_content(parts: list[ContentPart]) -> str | list[ContentPart]:
     """A user message's parts; a single text as a plain string, which text-only engines and
-    chat templates take best."""
-    if len(parts) == 1 and parts[0]["type"] == "text":
+    chat templates take best (unless it carries a cache breakpoint)."""
+    if len(parts) == 1 and parts[0]["type"] == "text" and "cache_control" not in parts[0]:
         return parts[0]["text"]
     return parts

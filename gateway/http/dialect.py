@@ -39,6 +39,9 @@ class Translation(Protocol):
     translated: bool
     """Whether the gateway made `body` from another format, whose reading checked the
     request's bounds in that format's field names."""
+    plain_body: bytes | None
+    """`body` without the client's prompt-cache breakpoints, for the backends whose API
+    has none (`UpstreamRequest.marked_body`); None when `body` carries none."""
 
     def respond(
         self, response: UpstreamResponse, headers: dict[str, str], prompt_tokens: int
@@ -79,6 +82,7 @@ class _Verbatim:
 
     __slots__ = ("body",)
     translated = False
+    plain_body: bytes | None = None
 
     def __init__(self, body: bytes) -> None:
         self.body = body
@@ -103,7 +107,7 @@ class TranslatedRequest(Generic[ContextT]):
     read the request through its `context`, made with the gateway's prompt estimate (for a
     backend that reports no usage)."""
 
-    __slots__ = ("_answer", "_context", "_events", "body")
+    __slots__ = ("_answer", "_context", "_events", "body", "plain_body")
     translated = True
 
     def __init__(
@@ -113,8 +117,10 @@ class TranslatedRequest(Generic[ContextT]):
         context: Callable[[int], ContextT],
         answer: Callable[[bytes, ContextT], Mapping[str, object]],
         events: Callable[[ContextT], ClientEvents],
+        plain_body: bytes | None = None,
     ) -> None:
         self.body = body
+        self.plain_body = plain_body
         self._context = context
         self._answer = answer
         self._events = events

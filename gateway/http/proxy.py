@@ -145,7 +145,9 @@ async def _respond(
         exchange.body = body
     exchange.quality = _quality_context(gateway, record, route, body, traits)
     path = _UPSTREAM_PATHS[endpoint]
-    upstream = UpstreamBodies(path, translation.body, body, head.model, traits.stream)
+    upstream = UpstreamBodies(
+        path, translation.body, body, head.model, traits.stream, translation.plain_body
+    )
     headers = {"x-switchyard-decision": decision.id, **budget, **limits}
     try:
         if traits.stream:
@@ -177,8 +179,9 @@ async def _send(
     headers["x-switchyard-backend"] = lease.backend
     # Shaped first: an answer the dialect cannot read fails the exchange instead.
     reply = translation.respond(response, headers, record.work.prompt_tokens)
-    usage = usage_from_body(response.body)
-    exchange.answered(response.status, usage, partial(collect_body, response.body))
+    usage = usage_from_body(response.body, response.document)
+    collect = partial(collect_body, response.body, document=response.document)
+    exchange.answered(response.status, usage, collect)
     return reply
 
 

@@ -147,21 +147,36 @@ def traits_of(
 class UpstreamBodies:
     """The request to send for each upstream model id a request may ask for: the client's
     bytes as they came for the model it named, else its body with `model` changed (made
-    once per model: a retry or a fallback to another member of the same model reuses it)."""
+    once per model: a retry or a fallback to another member of the same model reuses it).
+    With a `plain` body (the request without the client's `cache_control`), that one is
+    each request's `body` and the client's its `marked_body`."""
 
-    __slots__ = ("_body", "_made", "_path", "_stream")
+    __slots__ = ("_body", "_made", "_path", "_plain", "_stream")
 
     def __init__(
-        self, path: str, raw: bytes, body: dict[str, Any], client_model: str, stream: bool
+        self,
+        path: str,
+        raw: bytes,
+        body: dict[str, Any],
+        client_model: str,
+        stream: bool,
+        plain: bytes | None = None,
     ) -> None:
-        self._path, self._body, self._stream = path, body, stream
-        self._made = {client_model: UpstreamRequest(path, raw, stream)}
+        self._path, self._body, self._stream, self._plain = path, body, stream, plain
+        first = UpstreamRequest(path, raw, stream)
+        if plain is not None:
+            first = UpstreamRequest(path, plain, stream, marked_body=raw)
+        self._made = {client_model: first}
 
     def request_for(self, model: str) -> UpstreamRequest:
         made = self._made.get(model)
         if made is None:
             forwarded = orjson.dumps({**self._body, "model": model})
-            made = self._made[model] = UpstreamRequest(self._path, forwarded, self._stream)
+            made = UpstreamRequest(self._path, forwarded, self._stream)
+            if self._plain is not None:
+                plain = orjson.dumps({**orjson.loads(self._plain), "model": model})
+                made = UpstreamRequest(self._path, plain, self._stream, marked_body=forwarded)
+            self._made[model] = made
         return made
 
 

@@ -137,7 +137,7 @@ def plan_breakpoints(
     noted = tuple(sorted({*ends, len(fingerprint.blocks)}))
     if client is not None:
         entries = _entries(fingerprint, client, inputs.rules)
-        ttl = inputs.config.ttl
+        ttl = client_ttl(messages, tools)
         return BreakpointPlan(client, entries, ttl, False, "the client's own", noted)
     if not inputs.config.enabled:
         return None
@@ -248,6 +248,19 @@ def client_breakpoints(messages: Sequence[Any], tools: Any) -> tuple[int, ...] |
             marked = True
             found.append(index - 1)
     return tuple(sorted(set(found))) if marked else None
+
+
+def client_ttl(messages: Sequence[Any], tools: Any) -> BreakpointTtl:
+    """The retention of the client's last breakpoint in the provider's order (tools,
+    system messages, the rest): the one the prompt's uncached part is written with."""
+    items: list[Any] = list(tools) if isinstance(tools, list) else []
+    ordered = sorted(messages, key=lambda message: _role(message) not in _SYSTEM_ROLES)
+    for message in ordered:
+        content = message.get("content") if isinstance(message, dict) else None
+        items.extend(content if isinstance(content, list) else ())
+        items.append(message)
+    last = next((item["cache_control"] for item in reversed(items) if _marked(item)), None)
+    return "1h" if last is not None and last.get("ttl") == "1h" else "5m"
 
 
 def _marked(item: Any) -> bool:

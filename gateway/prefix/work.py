@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gateway.prefix.breakpoints import BreakpointPlan
 from gateway.prefix.fingerprint import Fingerprint
+from policies.snapshot import CacheWrite
 from providers.cache_breakpoints import CacheBreakpoints
 
 
@@ -37,6 +38,20 @@ class PromptWork:
         if plan is None or not plan.added or not plan.after_messages:
             return None
         return CacheBreakpoints(plan.after_messages, plan.ttl)
+
+    def cache_writes(self) -> dict[str, CacheWrite]:
+        """Per backend with breakpoints, the tokens the request writes to its cache: from
+        what it is predicted to hold to the last breakpoint's end (`Snapshot.cache_writes`)."""
+        fingerprint, writes = self.fingerprint, {}
+        if fingerprint is None:
+            return {}
+        for backend, plan in self.breakpoints.items():
+            if plan.entry_blocks:
+                end = fingerprint.tokens_in(max(plan.entry_blocks))
+                written = end - self.cached_tokens.get(backend, 0)
+                if written > 0:
+                    writes[backend] = CacheWrite(written, plan.ttl)
+        return writes
 
     def uncached(self, backend: str) -> int:
         return max(0, self.prompt_tokens - self.cached_tokens.get(backend, 0))

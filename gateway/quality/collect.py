@@ -18,7 +18,7 @@ from typing import TypedDict
 import orjson
 
 from gateway.quality.observation import ToolCallSeen
-from gateway.quality.response_assembly import Assembly, parse_json
+from gateway.quality.response_assembly import Assembly, Payload, parse_json
 
 KIB = 1024
 
@@ -127,10 +127,17 @@ class StreamCollector:
             del self._tail[:-limit]
 
 
-def collect_body(body: bytes, bounds: CollectBounds | None = None) -> CollectedResponse:
-    """The same facts from a non-streamed chat/completions or completions JSON body."""
+def collect_body(
+    body: bytes, bounds: CollectBounds | None = None, document: object = None
+) -> CollectedResponse:
+    """The same facts from a non-streamed chat/completions or completions JSON body;
+    `document` is `body` already parsed, if it was."""
     assembly = _assembly(bounds or CollectBounds())
-    payload, problem = parse_json(body)
+    payload: Payload | None
+    if isinstance(document, dict):
+        payload, problem = document, ""
+    else:
+        payload, problem = parse_json(body)
     if payload is None:
         assembly.report_malformed(f"response body is not a JSON object: {problem}")
     else:

@@ -4,7 +4,8 @@ The Messages API caches only prefixes that end at a block carrying `cache_contro
 (tools, then system, then messages, in that order). The host names boundaries as OpenAI
 message indexes (`providers.cache_breakpoints`); each goes on the last block the message
 became, or the one before when it became none. A request the client marked itself is
-left as it is (`to_messages_request` checks), and no request gets more than the API's 4.
+left as it is (`to_messages_request` checks), and no request gets more than the API's 4:
+one whose client marked more is refused before it is sent (`count_marked`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,14 @@ def add_breakpoints(
         if marked == MAX_BREAKPOINTS:
             break
     return marked
+
+
+def count_marked(body: MessagesRequest) -> int:
+    """The blocks of `body` that carry `cache_control` (tools, system, turns' content)."""
+    blocks: list[Marked] = [*body.get("tools", ()), *body.get("system", ())]
+    for turn in body["messages"]:
+        blocks.extend(turn["content"])
+    return sum("cache_control" in block for block in blocks)
 
 
 def _block_ending(

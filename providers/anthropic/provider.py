@@ -127,9 +127,8 @@ class AnthropicProvider:
                 f"only {CHAT_PATH} is served, not {request.path}", param=None
             )
         try:
-            return to_messages_request(
-                request.body, stream=stream, breakpoints=request.cache_breakpoints
-            )
+            body = request.marked_body or request.body  # the client's breakpoints
+            return to_messages_request(body, stream=stream, breakpoints=request.cache_breakpoints)
         except UntranslatableRequest as exc:
             raise self._errors.invalid_request(exc.message, param=exc.param) from None
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from providers.anthropic.cache_breakpoints import add_breakpoints
+from providers.anthropic.cache_breakpoints import MAX_BREAKPOINTS, add_breakpoints, count_marked
 from providers.anthropic.chat_request import (
     CacheControl,
     ChatRequest,
@@ -78,8 +78,15 @@ def to_messages_request(
     _add_sampling(body, request)
     _add_tools(body, request)
     added = 0
-    if breakpoints is not None and not sets_cache_control(request):
-        added = add_breakpoints(body, conversation.ends, breakpoints)
+    if not sets_cache_control(request):
+        if breakpoints is not None:
+            added = add_breakpoints(body, conversation.ends, breakpoints)
+    elif (marked := count_marked(body)) > MAX_BREAKPOINTS:
+        raise UntranslatableRequest(
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {marked}.",
+            param="cache_control",
+        )
     return TranslatedRequest(
         body, include_usage=stream and request.include_usage, breakpoints=added
     )

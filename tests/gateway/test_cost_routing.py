@@ -124,6 +124,76 @@ def test_a_predicted_cache_hit_is_priced_at_the_cached_rate() -> None:
     assert expected in cost_reason(again, "premium")
 
 
+def test_a_predicted_cache_write_is_priced_at_the_write_rate() -> None:
+    """On an Anthropic backend the client's breakpoint writes the prompt up to it at the
+    write price (1.25x input): the first request costs more there than on an OpenAI-format
+    backend of the same list prices, the next one, reading it, less."""
+    sonnet = {
+        "input_usd_per_mtok": 3.0,
+        "cached_input_usd_per_mtok": 0.3,
+        "cache_write_usd_per_mtok": 3.75,
+        "output_usd_per_mtok": 15.0,
+    }
+    cfg = parse_config(
+        {
+            "backends": [
+                {
+                    "name": "claude",
+                    "kind": "anthropic",
+                    "base_url": "http://127.0.0.1:9/v1",
+                    "models": ["large"],
+                    "pricing": sonnet,
+                },
+                {
+                    "name": "openai",
+                    "base_url": "http://127.0.0.1:9/openai/v1",
+                    "models": ["large"],
+                    "pricing": {k: v for k, v in sonnet.items() if k != "cache_write_usd_per_mtok"},
+                    "cache": {"semantics": "engine", "capacity_tokens": 0},
+                },
+            ],
+            "routes": [
+                {
+                    "name": "chat",
+                    "model": "large",
+                    "backends": ["claude", "openai"],
+                    "profile": "cheapest",
+                }
+            ],
+            "profiles": [{"name": "cheapest", "plugins": CHEAPEST}],
+            "health": {"active_probes": False},
+        }
+    )
+    router = router_for(cfg)
+    marked = {"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}
+
+    def ask(question: str) -> Leg:
+        messages = [
+            {"role": "system", "content": [marked]},
+            {"role": "user", "content": question},
+        ]
+        traits = RequestTraits(
+            endpoint="chat.completions", stream=False, max_tokens=100, messages=messages
+        )
+        return router.plan(router.route("chat"), traits).first
+
+    first = ask("Hello?")
+    written = first.work.cache_writes()["claude"]
+    assert written.tokens > 1_024 and written.ttl == "5m"
+    prompt = first.work.prompt_tokens
+    assert first.decision.chosen == "openai"
+    assert (
+        f"{written.tokens:,} of {prompt:,} prompt tokens written at $3.75/M, "
+        f"{prompt - written.tokens:,} at $3/M"
+    ) in cost_reason(first, "claude")
+    router.remember("claude", first.work)
+    again = ask("And now?")
+    assert again.decision.chosen == "claude"
+    assert "claude" not in again.work.cache_writes(), "the prefix is held: nothing written"
+    assert "cached at $0.30/M" in cost_reason(again, "claude")
+    assert "written" not in cost_reason(again, "claude")
+
+
 def test_price_problems_name_their_yaml_path() -> None:
     raw = config().model_dump(mode="json", exclude_unset=True)
     raw["backends"][1]["model_pricing"] = {"small": {"input_usd_per_mtok": 1.0}}

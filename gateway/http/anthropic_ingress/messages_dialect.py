@@ -4,6 +4,9 @@ The key comes from `x-api-key` (Anthropic's SDKs) or `Authorization: Bearer` (th
 `auth_token`); `anthropic-version` and `anthropic-beta` are accepted and ignored. The body
 becomes an OpenAI chat request and takes the proxy's one path; the answer comes back as a
 `message`, or as Anthropic's stream events translated from the relayed OpenAI chunks.
+A request with `cache_control` breakpoints is routed with them (the prefix index counts
+them) and sent with them to an Anthropic backend; every other backend gets the request
+without them.
 """
 
 from __future__ import annotations
@@ -17,7 +20,10 @@ from starlette.responses import Response
 from gateway.bounds import BoundsConfig
 from gateway.errors import Unauthorized
 from gateway.http.anthropic_ingress.errors import error_response
-from gateway.http.anthropic_ingress.messages_request import parse_messages_request
+from gateway.http.anthropic_ingress.messages_request import (
+    count_cache_breakpoints,
+    parse_messages_request,
+)
 from gateway.http.anthropic_ingress.request_translation import to_chat_request
 from gateway.http.anthropic_ingress.response_translation import (
     ReplyContext,
@@ -46,11 +52,14 @@ class MessagesDialect:
 
     def read(self, raw: bytes, bounds: BoundsConfig) -> TranslatedRequest[ReplyContext]:
         request = parse_messages_request(raw, bounds)
+        plain = orjson.dumps(to_chat_request(request))
+        marked = count_cache_breakpoints(request) > 0
         return TranslatedRequest(
-            orjson.dumps(to_chat_request(request)),
+            orjson.dumps(to_chat_request(request, marks=True)) if marked else plain,
             context=partial(reply_context, request),
             answer=to_message,
             events=MessageEvents,
+            plain_body=plain if marked else None,
         )
 
     def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:

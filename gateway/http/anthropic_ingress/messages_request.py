@@ -4,7 +4,10 @@ Unknown top-level fields are ignored (newer SDKs add options over time; `service
 and the like ask nothing of the answer); of `metadata`, only `user_id` is read. Content
 blocks are strict: a block kind the gateway cannot express (documents, server tools'
 results, ...) is refused rather than silently dropped from what the model sees.
-`cache_control`, `citations` and thinking signatures are accepted and ignored.
+`citations` and thinking signatures are accepted and ignored. `cache_control` (type
+`ephemeral`, `ttl` "5m" or "1h") is read on system blocks, tools and content blocks, at
+most `MAX_CACHE_BREAKPOINTS` of them (more, or a malformed one, is a 400 as Anthropic's
+own): the translation carries them to an Anthropic backend (`request_translation.py`).
 """
 
 from __future__ import annotations
@@ -23,12 +26,28 @@ from gateway.bounds import (
 )
 from gateway.errors import InvalidRequest
 
+MAX_CACHE_BREAKPOINTS = 4
+"""The most `cache_control` blocks the Messages API takes in one request."""
+
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class TextBlock(_Wire):
+class CacheControl(BaseModel):
+    """A prompt-cache breakpoint: the prefix ending with its block is cached."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: Literal["ephemeral"]
+    ttl: Literal["5m", "1h"] | None = None
+
+
+class _Cacheable(_Wire):
+    cache_control: CacheControl | None = None
+
+
+class TextBlock(_Cacheable):
     type: Literal["text"]
     text: str
 
@@ -44,12 +63,12 @@ class UrlSource(_Wire):
     url: str = Field(min_length=1)
 
 
-class ImageBlock(_Wire):
+class ImageBlock(_Cacheable):
     type: Literal["image"]
     source: Annotated[Base64Source | UrlSource, Field(discriminator="type")]
 
 
-class ToolUseBlock(_Wire):
+class ToolUseBlock(_Cacheable):
     type: Literal["tool_use"]
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
@@ -59,7 +78,7 @@ class ToolUseBlock(_Wire):
 ToolResultPart = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
 
 
-class ToolResultBlock(_Wire):
+class ToolResultBlock(_Cacheable):
     type: Literal["tool_result"]
     tool_use_id: str = Field(min_length=1)
     content: str | list[ToolResultPart] = ""
@@ -89,7 +108,7 @@ class AssistantMessage(_Wire):
 Message = Annotated[UserMessage | AssistantMessage, Field(discriminator="role")]
 
 
-class Tool(_Wire):
+class Tool(_Cacheable):
     """A client tool; server tools (`type: web_search_...`, ...) are refused when translated."""
 
     name: str = Field(min_length=1)
@@ -173,6 +192,29 @@ def check_conversation(conversation: Conversation, bounds: BoundsConfig) -> None
     check_chars("model", conversation.model, bounds.max_name_chars)
     check_count("messages", len(conversation.messages), bounds.max_messages)
     check_count("tools", len(conversation.tools or ()), bounds.max_tools)
+    marked = count_cache_breakpoints(conversation)
+    if marked > MAX_CACHE_BREAKPOINTS:
+        raise InvalidRequest(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
+            f"provided. Found {marked}.",
+            param="cache_control",
+        )
+
+
+def count_cache_breakpoints(conversation: Conversation) -> int:
+    """The blocks (system, tools, messages' content, tool results' parts) with `cache_control`."""
+    blocks: list[_Cacheable] = [*(conversation.tools or ())]
+    if isinstance(conversation.system, list):
+        blocks.extend(conversation.system)
+    for message in conversation.messages:
+        if isinstance(message.content, str):
+            continue
+        for block in message.content:
+            if isinstance(block, _Cacheable):
+                blocks.append(block)
+            if isinstance(block, ToolResultBlock) and isinstance(block.content, list):
+                blocks.extend(block.content)
+    return sum(block.cache_control is not None for block in blocks)
 
 
 def _parse(model: type[_M], raw: bytes) -> _M:

@@ -8,6 +8,14 @@ sent on. Options: `stop_sequences` → `stop`, `tool_choice` any → "required",
 budget → `reasoning_effort`, `metadata.user_id` → `user` (the session key that
 session affinity reads, unless `x-session-id` is sent; an Anthropic backend gets it back
 as `metadata.user_id`); `top_k` and the rest of `metadata` are dropped.
+
+With `marks`, the client's `cache_control` breakpoints stay where they were, in the
+convention the Anthropic adapter reads back onto the same blocks: on text and image
+parts, on tools, on a `tool` message (its `tool_result` block; a mark on a part inside a
+tool result goes there too, the end of that block), and on an assistant message for a
+marked `tool_use` (its last block). A `system` with a marked block stays a list of text
+parts, and so does a turn with a marked text. Without `marks` (for every other backend)
+the body is the same translation with none of them.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import orjson
 from gateway.errors import InvalidRequest
 from gateway.http.anthropic_ingress.messages_request import (
     AssistantMessage,
+    CacheControl,
     Conversation,
     ImageBlock,
     MessagesRequest,
@@ -35,12 +44,14 @@ from gateway.http.anthropic_ingress.messages_request import (
 )
 from gateway.http.anthropic_ingress.openai_request import ChatRequest, ReasoningEffort
 from gateway.http.chat_messages import AssistantMessage as ChatAssistant
+from gateway.http.chat_messages import CacheControl as ControlParam
 from gateway.http.chat_messages import (
     ChatMessage,
     ContentPart,
     FunctionTool,
     ImagePart,
     NamedToolChoice,
+    TextPart,
     ToolCall,
     ToolMessage,
     tool_call,
@@ -63,10 +74,11 @@ They are the budgets the Anthropic adapter sends for each effort, so a request r
 an Anthropic backend thinks about as long as asked."""
 
 
-def to_chat_request(request: MessagesRequest) -> ChatRequest:
+def to_chat_request(request: MessagesRequest, *, marks: bool = False) -> ChatRequest:
+    """The OpenAI request; with `marks`, the client's cache breakpoints carried."""
     body: ChatRequest = {
         "model": request.model,
-        "messages": to_chat_messages(request),
+        "messages": to_chat_messages(request, marks=marks),
         "max_tokens": request.max_tokens,
         "stream": request.stream,
     }
@@ -84,7 +96,7 @@ def to_chat_request(request: MessagesRequest) -> ChatRequest:
     effort = reasoning_effort(request.thinking)
     if effort is not None:
         body["reasoning_effort"] = effort
-    _add_tools(body, request.tools, request.tool_choice)
+    _add_tools(body, request.tools, request.tool_choice, marks)
     return body
 
 
@@ -95,78 +107,114 @@ def reasoning_effort(thinking: Thinking | None) -> ReasoningEffort | None:
     return next((effort for least, effort in EFFORT_FROM_BUDGET if budget >= least), "low")
 
 
-def to_chat_messages(conversation: Conversation) -> list[ChatMessage]:
+def to_chat_messages(conversation: Conversation, *, marks: bool = False) -> list[ChatMessage]:
     messages: list[ChatMessage] = []
-    system = conversation.system
-    if isinstance(system, list):
-        system = SYSTEM_SEPARATOR.join(block.text for block in system if block.text)
+    system = _system(conversation.system, marks)
     if system:
         messages.append({"role": "system", "content": system})
     for message in conversation.messages:
         if isinstance(message, UserMessage):
-            messages.extend(_user_turn(message))
+            messages.extend(_user_turn(message, marks))
         else:
-            messages.append(_assistant_turn(message))
+            messages.append(_assistant_turn(message, marks))
     return messages
 
 
-def to_tools(tools: Sequence[Tool]) -> list[FunctionTool]:
-    return [_function(position, tool) for position, tool in enumerate(tools)]
+def to_tools(tools: Sequence[Tool], *, marks: bool = False) -> list[FunctionTool]:
+    return [_function(position, tool, marks) for position, tool in enumerate(tools)]
 
 
-def _user_turn(message: UserMessage) -> list[ChatMessage]:
+def _system(system: str | list[TextBlock] | None, marks: bool) -> str | list[TextPart] | None:
+    if not isinstance(system, list):
+        return system
+    if marks and any(block.cache_control is not None for block in system):
+        return [_text_part(block, marks) for block in system if block.text]
+    return SYSTEM_SEPARATOR.join(block.text for block in system if block.text)
+
+
+def _text_part(block: TextBlock, marks: bool) -> TextPart:
+    part: TextPart = {"type": "text", "text": block.text}
+    if marks and block.cache_control is not None:
+        part["cache_control"] = _control(block.cache_control)
+    return part
+
+
+def _control(control: CacheControl) -> ControlParam:
+    param: ControlParam = {"type": control.type}
+    if control.ttl is not None:
+        param["ttl"] = control.ttl
+    return param
+
+
+def _user_turn(message: UserMessage, marks: bool) -> list[ChatMessage]:
     if isinstance(message.content, str):
         return [{"role": "user", "content": message.content}]
     results: list[ChatMessage] = []
     parts: list[ContentPart] = []
     for block in message.content:
         if isinstance(block, ToolResultBlock):
-            tool_message, images = _tool_result(block)
+            tool_message, images = _tool_result(block, marks)
             results.append(tool_message)
             # OpenAI's tool messages hold text only: their images follow in the user turn.
             parts.extend(images)
         elif isinstance(block, ImageBlock):
-            parts.append(image_part(block))
+            parts.append(image_part(block, marks))
         else:
-            parts.append({"type": "text", "text": block.text})
+            parts.append(_text_part(block, marks))
     if parts or not results:
         results.append({"role": "user", "content": user_content(parts) or ""})
     return results
 
 
-def image_part(block: ImageBlock) -> ImagePart:
+def image_part(block: ImageBlock, marks: bool = False) -> ImagePart:
     source = block.source
     if isinstance(source, UrlSource):
-        return {"type": "image_url", "image_url": {"url": source.url}}
-    data_url = f"data:{source.media_type};base64,{source.data}"
-    return {"type": "image_url", "image_url": {"url": data_url}}
+        part: ImagePart = {"type": "image_url", "image_url": {"url": source.url}}
+    else:
+        data_url = f"data:{source.media_type};base64,{source.data}"
+        part = {"type": "image_url", "image_url": {"url": data_url}}
+    if marks and block.cache_control is not None:
+        part["cache_control"] = _control(block.cache_control)
+    return part
 
 
-def _tool_result(block: ToolResultBlock) -> tuple[ToolMessage, list[ContentPart]]:
+def _tool_result(block: ToolResultBlock, marks: bool) -> tuple[ToolMessage, list[ContentPart]]:
     images: list[ContentPart] = []
+    control = block.cache_control
     if isinstance(block.content, str):
         text = block.content
     else:
         texts = [part.text for part in block.content if isinstance(part, TextBlock)]
-        images = [image_part(part) for part in block.content if isinstance(part, ImageBlock)]
+        images = [image_part(p, marks) for p in block.content if isinstance(p, ImageBlock)]
         text = "\n".join(texts)
+        inner = [p.cache_control for p in block.content if isinstance(p, TextBlock)]
+        control = control or next((c for c in inner if c is not None), None)
     if block.is_error and not text.startswith(TOOL_ERROR_PREFIX):
         text = TOOL_ERROR_PREFIX + text
-    return {"role": "tool", "tool_call_id": block.tool_use_id, "content": text}, images
+    result: ToolMessage = {"role": "tool", "tool_call_id": block.tool_use_id, "content": text}
+    if marks and control is not None:
+        result["cache_control"] = _control(control)
+    return result, images
 
 
-def _assistant_turn(message: AssistantMessage) -> ChatAssistant:
+def _assistant_turn(message: AssistantMessage, marks: bool) -> ChatAssistant:
     if isinstance(message.content, str):
         return {"role": "assistant", "content": message.content}
-    texts = [block.text for block in message.content if isinstance(block, TextBlock)]
-    calls = [_tool_call(b) for b in message.content if isinstance(b, ToolUseBlock)]
+    texts = [block for block in message.content if isinstance(block, TextBlock)]
+    uses = [block for block in message.content if isinstance(block, ToolUseBlock)]
+    calls = [_tool_call(block) for block in uses]
     # OpenAI's convention: null content, not "", when the assistant only called tools.
     out: ChatAssistant = {
         "role": "assistant",
-        "content": "".join(texts) if texts or not calls else None,
+        "content": "".join(b.text for b in texts) if texts or not calls else None,
     }
+    if marks and any(block.cache_control is not None for block in texts):
+        out["content"] = [_text_part(block, marks) for block in texts if block.text]
     if calls:
         out["tool_calls"] = calls
+    used = next((b.cache_control for b in reversed(uses) if b.cache_control is not None), None)
+    if marks and used is not None:
+        out["cache_control"] = _control(used)
     return out
 
 
@@ -174,7 +222,7 @@ def _tool_call(block: ToolUseBlock) -> ToolCall:
     return tool_call(block.id, block.name, orjson.dumps(block.input).decode())
 
 
-def _function(position: int, tool: Tool) -> FunctionTool:
+def _function(position: int, tool: Tool, marks: bool) -> FunctionTool:
     if tool.type not in (None, "custom"):
         raise InvalidRequest(
             f"tools.{position}: server tool {tool.type!r} is not supported by this gateway",
@@ -190,12 +238,16 @@ def _function(position: int, tool: Tool) -> FunctionTool:
     }
     if tool.description:
         function["function"]["description"] = tool.description
+    if marks and tool.cache_control is not None:
+        function["cache_control"] = _control(tool.cache_control)
     return function
 
 
-def _add_tools(body: ChatRequest, tools: list[Tool] | None, choice: ToolChoice | None) -> None:
+def _add_tools(
+    body: ChatRequest, tools: list[Tool] | None, choice: ToolChoice | None, marks: bool
+) -> None:
     if tools:
-        body["tools"] = to_tools(tools)
+        body["tools"] = to_tools(tools, marks=marks)
     if choice is None or (not tools and choice.type in ("auto", "none")):
         return
     if not tools:

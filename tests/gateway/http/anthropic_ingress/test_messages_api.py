@@ -3,17 +3,14 @@ tool use, and what the backend receives."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from emulator.loopback import LoopbackServer
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 from tests.gateway.http.anthropic_ingress.sse import anthropic_events, streamed_text
 
@@ -140,15 +137,6 @@ class CaptureBackend:
     async def chat(self, request: Request) -> Response:
         self.bodies.append(orjson.loads(await request.body()))
         return Response(orjson.dumps(self.REPLY), media_type="application/json")
-
-
-@pytest.fixture
-async def capture() -> AsyncIterator[tuple[CaptureBackend, str]]:
-    backend = CaptureBackend()
-    server = LoopbackServer(backend.app, lifespan="off")
-    await server.start()
-    yield backend, server.url + "/v1"
-    await server.stop()
 
 
 async def test_backend_gets_openai_and_client_gets_anthropic(

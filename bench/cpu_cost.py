@@ -1,0 +1,287 @@
+"""Gateway CPU per request and per SSE chunk with the defaults on, and what each part costs.
+
+Usage:
+    switchyard bench cpu [--quick] [--rounds N] [--json FILE]     (or: python -m bench.cpu_cost)
+
+Issue 16's item 9: with the quality tap, telemetry and probes at their defaults and the
+embedded config's cache-aware profile, CPU per non-streaming request ≤ 400 µs and per SSE
+chunk ≤ 20 µs, at every concurrency. Variants of the same config, each with one part
+turned off, run side by side against the same emulated engines, taking turns in every
+phase (so noise on the shared machine hits all alike); a part's cost is the difference.
+The gateways share CPU 0 (only the one whose turn it is gets load); the load generator
+(`bench.load`, one keep-alive connection per worker, closed loop) and the engines CPU 1.
+CPU = utime + stime of the gateway's process (/proc/PID/stat) around its turn, ÷ requests;
+per chunk = (streaming CPU - requests x the same variant's non-streaming CPU per request
+at that concurrency) ÷ SSE chunks relayed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvloop
+import yaml
+
+from bench.cpu_parts import measure
+from bench.load import Pool, Target, request_bytes
+from bench.procs import Server, free_port, pin_self, sample
+from bench.targets import INSTANT, MAIN_BIN, PACED, _ready_or_stopped, start_emulator
+from gateway.config import parse_config
+
+SERVER_CPUS = {0}
+CLIENT_CPUS = {1}
+EMBEDDED = Path(__file__).resolve().parent.parent / "gateway" / "examples" / "embedded.yaml"
+TELEMETRY_OFF = {"access_log": "off", "prometheus": False, "dashboard": False}
+SIMPLE = [{"ref": "healthy-filter"}, {"ref": "least-load-scorer"}, {"ref": "max-score-picker"}]
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "quality-off": {"quality": {"enabled": False}},
+    "telemetry-off": {"telemetry": TELEMETRY_OFF},
+    "simple-profile": {"_simple": True},
+    "gc-cpython": {"server": {"gc_gen0_threshold": 0, "gc_freeze": False}},
+    "all-off": {"_simple": True, "quality": {"enabled": False}, "telemetry": TELEMETRY_OFF},
+}
+"""What each variant changes from the defaults; `defaults` is what a user runs."""
+TARGETS = {"per request": 400.0, "per chunk": 20.0}
+
+
+@dataclass
+class Cell:
+    """One variant in one phase, summed over its turns."""
+
+    cpu_s: float = 0.0
+    requests: int = 0
+    chunks: int = 0
+    errors: int = 0
+    per_request_us: list[float] = field(default_factory=list)
+
+
+def gateway_config(
+    engine_ports: dict[str, int], port: int, change: dict[str, Any]
+) -> dict[str, Any]:
+    """The embedded config's policies and profiles over the bench's two engines."""
+    embedded = yaml.safe_load(EMBEDDED.read_text())
+    change = dict(change)
+    simple = change.pop("_simple", False)
+    profiles = list(embedded["profiles"])
+    if simple:
+        profiles.append({"name": "simple", "plugins": SIMPLE})
+    config: dict[str, Any] = {
+        "server": {"host": "127.0.0.1", "port": port, **change.pop("server", {})},
+        "backends": [
+            {
+                "name": engine.name,
+                "kind": "openai-compatible",
+                "base_url": f"http://127.0.0.1:{engine_ports[engine.name]}/v1",
+                "models": [engine.model],
+                "max_concurrency": 1024,
+            }
+            for engine in (INSTANT, PACED)
+        ],
+        "routes": [
+            {
+                "name": engine.model,
+                "model": engine.model,
+                "backends": [engine.name],
+                "profile": "simple" if simple else "cache-aware",
+            }
+            for engine in (INSTANT, PACED)
+        ],
+        "policies": embedded["policies"],
+        "profiles": profiles,
+    }
+    return config | change
+
+
+def _parts(ports: dict[str, int], max_tokens: int) -> list[tuple[str, float]]:
+    """`bench.cpu_parts` on the defaults' config and one answer of the instant engine."""
+    data = gateway_config(ports, 0, {})
+    data["profiles"].append({"name": "simple", "plugins": SIMPLE})
+    simple = {"name": "simple", "model": INSTANT.model, "backends": [INSTANT.name]}
+    data["routes"].append(simple | {"profile": "simple"})
+    raw = request_bytes(Target("engine", ports[INSTANT.name], INSTANT.model), False, max_tokens)
+    body = raw[raw.index(b"\r\n\r\n") + 4 :]
+    url = f"http://127.0.0.1:{ports[INSTANT.name]}/v1/chat/completions"
+    ask = urllib.request.Request(url, body, {"content-type": "application/json"})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(ask) as reply:
+        answer = reply.read()
+    return measure(parse_config(data), INSTANT.model, "simple", body, answer)
+
+
+def cpu_s(server: Server) -> float:
+    return sample(server.pid).cpu_s
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    engines = {e.name: start_emulator(e, workdir, CLIENT_CPUS) for e in (INSTANT, PACED)}
+    ports = {name: port for name, (_, port) in engines.items()}
+    gateways: dict[str, tuple[Server, int]] = {}
+    try:
+        parts = _parts(ports, args.max_tokens)
+        for name in args.variants:
+            port = free_port()
+            path = workdir / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(gateway_config(ports, port, VARIANTS[name])))
+            argv = [str(MAIN_BIN / "switchyard"), "serve", "--config", str(path)]
+            argv += ["--port", str(port), "--log-level", "warning"]
+            server = Server(name, argv, workdir / f"{name}.log", cpus=SERVER_CPUS)
+            gateways[name] = (server, port)
+            _ready_or_stopped(server, f"http://127.0.0.1:{port}/healthz", timeout_s=60)
+        return await _phases(args, gateways) | {"parts_us": parts}
+    finally:
+        for server, _ in gateways.values():
+            server.stop()
+        for server, _ in engines.values():
+            server.stop()
+
+
+async def _phases(
+    args: argparse.Namespace, gateways: dict[str, tuple[Server, int]]
+) -> dict[str, Any]:
+    results: dict[str, dict[str, Cell]] = {}
+    names = list(gateways)
+    for stream in (False, True):
+        for concurrency in args.concurrency:
+            phase = f"{'stream' if stream else 'non-stream'} c={concurrency}"
+            cells = results[phase] = {name: Cell() for name in names}
+            engine = PACED if stream else INSTANT
+            requests = _requests(args, stream, concurrency)
+            for round_no in range(args.rounds):
+                order = names[round_no % len(names) :] + names[: round_no % len(names)]
+                for name in order:
+                    server, port = gateways[name]
+                    target = Target(name, port, engine.model)
+                    body = request_bytes(target, stream, args.max_tokens)
+                    pool = Pool(target, concurrency)
+                    try:
+                        await pool.run(max(2 * concurrency, 20), concurrency, body, stream)
+                        before = cpu_s(server)
+                        got = await pool.run(requests, concurrency, body, stream)
+                        used = cpu_s(server) - before
+                    finally:
+                        await pool.close()
+                    cell = cells[name]
+                    done = len(got.latencies)
+                    cell.cpu_s += used
+                    cell.requests += done
+                    cell.chunks += got.chunks
+                    cell.errors += got.errors
+                    cell.per_request_us.append(used / max(done, 1) * 1e6)
+            print(f"  {phase}: " + ", ".join(_brief(n, cells[n]) for n in names), flush=True)
+    return _summary(results, names)
+
+
+def _requests(args: argparse.Namespace, stream: bool, concurrency: int) -> int:
+    base = (200 if stream else 1500) if concurrency == 1 else (600 if stream else 4000)
+    if args.quick:
+        base //= 10
+    return max(int(base * args.scale), concurrency)
+
+
+def _brief(name: str, cell: Cell) -> str:
+    return f"{name} {cell.cpu_s / max(cell.requests, 1) * 1e6:.0f} µs/req"
+
+
+def _summary(results: dict[str, dict[str, Cell]], names: list[str]) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for phase, cells in results.items():
+        stream = phase.startswith("stream")
+        twin = phase.replace("stream", "non-stream", 1) if stream else None
+        for name in names:
+            cell = cells[name]
+            per_request = cell.cpu_s / max(cell.requests, 1) * 1e6
+            row: dict[str, Any] = {
+                "phase": phase,
+                "variant": name,
+                "requests": cell.requests,
+                "errors": cell.errors,
+                "cpu_us_per_request": round(per_request, 1),
+                "turns_us": [round(x, 1) for x in cell.per_request_us],
+            }
+            if stream and twin in results:
+                plain = results[twin][name]
+                plain_us = plain.cpu_s / max(plain.requests, 1) * 1e6
+                extra = cell.cpu_s * 1e6 - cell.requests * plain_us
+                row["chunks_per_request"] = round(cell.chunks / max(cell.requests, 1), 1)
+                row["cpu_us_per_chunk"] = round(extra / max(cell.chunks, 1), 2)
+            rows.append(row)
+    return {"rows": rows, "targets_us": TARGETS}
+
+
+def render(summary: dict[str, Any]) -> str:
+    rows = summary["rows"]
+    lines = [
+        "| phase | variant | requests | errors | CPU µs/req | CPU µs/chunk | vs defaults µs/req |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    defaults = {r["phase"]: r for r in rows if r["variant"] == "defaults"}
+    for row in rows:
+        base = defaults.get(row["phase"])
+        delta = (
+            f"{row['cpu_us_per_request'] - base['cpu_us_per_request']:+.0f}"
+            if base is not None and row is not base
+            else "—"
+        )
+        chunk = f"{row['cpu_us_per_chunk']:.1f}" if "cpu_us_per_chunk" in row else "—"
+        lines.append(
+            f"| {row['phase']} | {row['variant']} | {row['requests']} | {row['errors']} | "
+            f"{row['cpu_us_per_request']:.0f} | {chunk} | {delta} |"
+        )
+    if summary.get("parts_us"):
+        lines += ["", "| part, alone in-process | µs per call |", "|---|---:|"]
+        lines += [f"| {name} | {us:.1f} |" for name, us in summary["parts_us"]]
+    lines += ["", "Targets (defaults):"]
+    for row in rows:
+        if row["variant"] != "defaults":
+            continue
+        if "cpu_us_per_chunk" in row:
+            value, what = row["cpu_us_per_chunk"], "per chunk"
+        else:
+            value, what = row["cpu_us_per_request"], "per request"
+        target = TARGETS[what]
+        verdict = "met" if value <= target else "missed"
+        lines.append(f"- {row['phase']}: {value:.1f} µs {what} (≤ {target:g}): {verdict}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the requests (smoke)")
+    parser.add_argument("--rounds", type=int, default=2, help="turns per variant per phase")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply request counts")
+    parser.add_argument("--max-tokens", type=int, default=64, help="output tokens per request")
+    parser.add_argument(
+        "--concurrency", type=int, nargs="+", default=[1, 64], help="phases' connections"
+    )
+    parser.add_argument(
+        "--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), metavar="V"
+    )
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    if "defaults" not in args.variants:
+        args.variants.insert(0, "defaults")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    pin_self(CLIENT_CPUS)
+    with tempfile.TemporaryDirectory(prefix="switchyard-cpu-") as tmp:
+        print(f"switchyard bench cpu: variants {', '.join(args.variants)}; logs in {tmp}")
+        summary = uvloop.run(run(args, Path(tmp)))
+    print(render(summary))
+    if args.json is not None:
+        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""`switchyard bench cpu`, short: every variant serves its phases without an error and the
+report carries each part's cost; the figures themselves are not asserted (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import cpu_cost
+
+
+def test_config_variants_change_only_their_part() -> None:
+    ports = {"engine": 1, "engine-paced": 2}
+    defaults = cpu_cost.gateway_config(ports, 9, cpu_cost.VARIANTS["defaults"])
+    assert {r["profile"] for r in defaults["routes"]} == {"cache-aware"}
+    assert "quality" not in defaults and "telemetry" not in defaults
+    off = cpu_cost.gateway_config(ports, 9, cpu_cost.VARIANTS["all-off"])
+    assert off["quality"] == {"enabled": False}
+    assert off["telemetry"]["access_log"] == "off"
+    assert {r["profile"] for r in off["routes"]} == {"simple"}
+    gc = cpu_cost.gateway_config(ports, 9, cpu_cost.VARIANTS["gc-cpython"])
+    assert gc["server"] == {"host": "127.0.0.1", "port": 9, "gc_gen0_threshold": 0,
+                            "gc_freeze": False}  # fmt: skip
+
+
+@pytest.mark.timeout(240)
+def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
+    out = tmp_path / "cpu.json"
+    argv = ["--quick", "--rounds", "1", "--scale", "0.5", "--concurrency", "1", "4"]
+    argv += ["--variants", "defaults", "all-off", "--json", str(out)]
+    assert cpu_cost.main(argv) == 0
+    summary = json.loads(out.read_text())
+    rows = summary["rows"]
+    phases = {row["phase"] for row in rows}
+    assert phases == {"non-stream c=1", "non-stream c=4", "stream c=1", "stream c=4"}
+    assert {row["variant"] for row in rows} == {"defaults", "all-off"}
+    assert all(row["requests"] > 0 and row["errors"] == 0 for row in rows)
+    assert all("cpu_us_per_chunk" in row for row in rows if row["phase"].startswith("stream"))
+    names = [name for name, _ in summary["parts_us"]]
+    assert "decide: cache-aware profile" in names and "quality: signals" in names
+    assert all(us > 0 for _, us in summary["parts_us"])
