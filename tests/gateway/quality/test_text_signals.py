@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
 
-from gateway.quality.loops import find_loop, words_of
+from gateway.quality import loops, scripts
+from gateway.quality.loops import find_loop, has_repeated_trigram, words_of
 from gateway.quality.observation import Observation
 from gateway.quality.scripts import expected_scripts, script_letters
 from gateway.quality.signals import SignalParams
@@ -189,8 +191,6 @@ WORDISH = "abc XYZ\t\n\x0b\x1c\x1f.,!0é語 "
 
 
 def _random_texts(count: int, alphabet: str) -> list[str]:
-    import random
-
     rng = random.Random(7)
     return ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(count)]
 
@@ -198,8 +198,6 @@ def _random_texts(count: int, alphabet: str) -> list[str]:
 def test_fast_paths_agree_with_the_expressions() -> None:
     """ASCII text takes `str.split` and a byte count; they must read what the regular
     expressions read, whitespace control characters included."""
-    from gateway.quality import loops, scripts
-
     for text in _random_texts(3000, WORDISH):
         assert words_of(text) == loops._WORD.findall(text.casefold()), repr(text)
         latin = sum(map(len, scripts._LATIN.findall(text)))
@@ -216,8 +214,6 @@ def test_fast_paths_agree_with_the_expressions() -> None:
     ],
 )
 def test_repeated_trigram(content: str, repeated: bool) -> None:
-    from gateway.quality.loops import has_repeated_trigram
-
     assert has_repeated_trigram(content.split()) is repeated
 
 
@@ -225,8 +221,6 @@ def test_repeated_trigram(content: str, repeated: bool) -> None:
 def test_no_repeated_trigram_means_no_loop(content: str) -> None:
     """The repetition signal skips `find_loop` without a repeated trigram: only sound if
     `find_loop` would have found nothing either."""
-    from gateway.quality.loops import has_repeated_trigram
-
     words = words_of(content)
     for cut in range(3, len(words), 7):
         if not has_repeated_trigram(words[:cut]):
