@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from redis.asyncio import Redis
@@ -14,9 +16,15 @@ from gateway.tenancy.budgets import Budgets
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.config import BudgetsConfig
 from tests.gateway.tenancy.conftest import REDIS_URL
-from tests.gateway.tenancy.test_budgets import MIDNIGHT, NOON, FakeClock
+from tests.gateway.tenancy.test_budgets import FakeClock
 
 CLOSED_PORT_URL = "redis://127.0.0.1:9/0"
+# Redis expires the counters on its own (real) clock, so the fake one stands at tomorrow's
+# noon: the windows the tests spend in end in the future whatever day they run.
+_TOMORROW = datetime.fromtimestamp(time.time(), UTC).date() + timedelta(days=1)
+NOON = datetime(_TOMORROW.year, _TOMORROW.month, _TOMORROW.day, 12, tzinfo=UTC).timestamp()
+MIDNIGHT = NOON + 12 * 3600
+"""The end of NOON's day (UTC)."""
 KEY = Caller("key_r1", "virtual", budget_usd_per_day=1.0)
 
 
@@ -27,7 +35,7 @@ def replica(clock: FakeClock, namespace: str, url: str = REDIS_URL, **config: ob
 
 
 async def test_replicas_share_spend_through_redis(namespace: str) -> None:
-    clock = FakeClock()
+    clock = FakeClock(NOON)
     first, second = replica(clock, namespace), replica(clock, namespace)
     try:
         assert not (await second.check(KEY, "default")).exhausted  # a miss: read, 0
@@ -48,16 +56,16 @@ async def test_replicas_share_spend_through_redis(namespace: str) -> None:
 
 
 async def test_counters_are_keyed_by_window_and_expire_after_it(namespace: str) -> None:
-    clock = FakeClock()
+    clock = FakeClock(NOON)
     book = replica(clock, namespace)
     client = Redis.from_url(REDIS_URL)
     try:
         book.ledger.record(Spend("key_r1", None, "default", 0.25, NOON))
         await book.ledger.flush()
-        day = f"{namespace}:budget:key:key_r1:day:2026-12-04"
+        day = f"{namespace}:budget:key:key_r1:day:{_TOMORROW:%Y-%m-%d}"
         assert await client.get(day) == b"0.25"
         assert await client.expiretime(day) == int(MIDNIGHT) + GRACE_S
-        route_month = f"{namespace}:budget:route:default:month:2026-12"
+        route_month = f"{namespace}:budget:route:default:month:{_TOMORROW:%Y-%m}"
         assert await client.get(route_month) == b"0.25"
     finally:
         await client.aclose()
@@ -67,7 +75,7 @@ async def test_counters_are_keyed_by_window_and_expire_after_it(namespace: str) 
 async def test_without_redis_spend_counts_in_process_and_the_outage_is_logged_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clock = FakeClock()
+    clock = FakeClock(NOON)
     book = replica(clock, "sy-test-down", CLOSED_PORT_URL, retry_redis_s=5, timeout_ms=200)
     try:
         with caplog.at_level(logging.WARNING, logger="switchyard.budgets"):
@@ -88,7 +96,7 @@ async def test_without_redis_spend_counts_in_process_and_the_outage_is_logged_on
 async def test_spend_counted_during_an_outage_reaches_redis_when_it_answers(
     namespace: str,
 ) -> None:
-    clock = FakeClock()
+    clock = FakeClock(NOON)
     book = replica(clock, namespace, retry_redis_s=5)
     redis = book.ledger._redis
     assert redis is not None
