@@ -12,7 +12,8 @@ The gateways share CPU 0 (only the one whose turn it is gets load); the load gen
 (`bench.load`, one keep-alive connection per worker, closed loop) and the engines CPU 1.
 CPU = utime + stime of the gateway's process (/proc/PID/stat) around its turn, ÷ requests;
 per chunk = (streaming CPU - requests x the same variant's non-streaming CPU per request
-at that concurrency) ÷ SSE chunks relayed.
+at that concurrency) ÷ SSE chunks relayed. `tcp-pipe`, measured the same way, is no
+gateway but the floor under any Python relay (bench/floor_pipe.py).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "all-off": {"_simple": True, "quality": {"enabled": False}, "telemetry": TELEMETRY_OFF},
 }
 """What each variant changes from the defaults; `defaults` is what a user runs."""
+FLOOR = "tcp-pipe"
+"""Not a gateway: `bench.floor_pipe`, a bare byte pipe on uvloop, the floor under any Python
+relay (event loop and kernel per read and write) measured the same way."""
 TARGETS = {"per request": 400.0, "per chunk": 20.0}
 
 
@@ -123,28 +127,40 @@ def cpu_s(server: Server) -> float:
 async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     engines = {e.name: start_emulator(e, workdir, CLIENT_CPUS) for e in (INSTANT, PACED)}
     ports = {name: port for name, (_, port) in engines.items()}
-    gateways: dict[str, tuple[Server, int]] = {}
+    gateways: dict[str, dict[str, tuple[Server, int]]] = {}
     try:
         parts = _parts(ports, args.max_tokens)
         for name in args.variants:
+            if name == FLOOR:
+                gateways[name] = {e: _floor(e, p, workdir) for e, p in ports.items()}
+                continue
             port = free_port()
             path = workdir / f"{name}.yaml"
             path.write_text(yaml.safe_dump(gateway_config(ports, port, VARIANTS[name])))
             argv = [str(MAIN_BIN / "switchyard"), "serve", "--config", str(path)]
             argv += ["--port", str(port), "--log-level", "warning"]
             server = Server(name, argv, workdir / f"{name}.log", cpus=SERVER_CPUS)
-            gateways[name] = (server, port)
+            gateways[name] = {engine: (server, port) for engine in ports}
             _ready_or_stopped(server, f"http://127.0.0.1:{port}/healthz", timeout_s=60)
         return await _phases(args, gateways) | {"parts_us": parts}
     finally:
-        for server, _ in gateways.values():
+        for server, _ in {s for by_engine in gateways.values() for s in by_engine.values()}:
             server.stop()
         for server, _ in engines.values():
             server.stop()
 
 
+def _floor(engine: str, engine_port: int, workdir: Path) -> tuple[Server, int]:
+    port = free_port()
+    script = Path(__file__).with_name("floor_pipe.py")  # stdlib and uvloop only
+    argv = [sys.executable, str(script), str(port), str(engine_port)]
+    server = Server(f"{FLOOR}-{engine}", argv, workdir / f"{FLOOR}-{engine}.log", cpus=SERVER_CPUS)
+    _ready_or_stopped(server, f"http://127.0.0.1:{port}/v1/models", timeout_s=30)
+    return server, port
+
+
 async def _phases(
-    args: argparse.Namespace, gateways: dict[str, tuple[Server, int]]
+    args: argparse.Namespace, gateways: dict[str, dict[str, tuple[Server, int]]]
 ) -> dict[str, Any]:
     results: dict[str, dict[str, Cell]] = {}
     names = list(gateways)
@@ -157,7 +173,7 @@ async def _phases(
             for round_no in range(args.rounds):
                 order = names[round_no % len(names) :] + names[: round_no % len(names)]
                 for name in order:
-                    server, port = gateways[name]
+                    server, port = gateways[name][engine.name]
                     target = Target(name, port, engine.model)
                     body = request_bytes(target, stream, args.max_tokens)
                     pool = Pool(target, concurrency)
@@ -262,7 +278,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--concurrency", type=int, nargs="+", default=[1, 64], help="phases' connections"
     )
     parser.add_argument(
-        "--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS), metavar="V"
+        "--variants",
+        nargs="+",
+        default=[*VARIANTS, FLOOR],
+        choices=[*VARIANTS, FLOOR],
+        metavar="V",
+        help=f"gateway configs ({', '.join(VARIANTS)}) and {FLOOR}, the bare-pipe floor",
     )
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)

@@ -29,13 +29,13 @@ def test_config_variants_change_only_their_part() -> None:
 def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
     out = tmp_path / "cpu.json"
     argv = ["--quick", "--rounds", "1", "--scale", "0.5", "--concurrency", "1", "4"]
-    argv += ["--variants", "defaults", "all-off", "--json", str(out)]
+    argv += ["--variants", "defaults", "all-off", "tcp-pipe", "--json", str(out)]
     assert cpu_cost.main(argv) == 0
     summary = json.loads(out.read_text())
     rows = summary["rows"]
     phases = {row["phase"] for row in rows}
     assert phases == {"non-stream c=1", "non-stream c=4", "stream c=1", "stream c=4"}
-    assert {row["variant"] for row in rows} == {"defaults", "all-off"}
+    assert {row["variant"] for row in rows} == {"defaults", "all-off", "tcp-pipe"}
     assert all(row["requests"] > 0 and row["errors"] == 0 for row in rows)
     assert all("cpu_us_per_chunk" in row for row in rows if row["phase"].startswith("stream"))
     names = [name for name, _ in summary["parts_us"]]
