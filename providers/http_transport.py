@@ -85,8 +85,13 @@ class HttpTransport:
                 limit_per_host=0,
                 keepalive_timeout=self._idle_keepalive_s,
             )
+            # No cookie jar: a backend's Set-Cookie must not ride along on every later
+            # client's request (and filtering a jar per request costs CPU for nothing).
             self._session = aiohttp.ClientSession(
-                connector=connector, trust_env=False, raise_for_status=False
+                connector=connector,
+                trust_env=False,
+                raise_for_status=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
             )
         return self._session
 

@@ -142,7 +142,12 @@ def scrape_session(targets: int) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(
         limit=max(1, targets), keepalive_timeout=DEFAULT_IDLE_KEEPALIVE_S
     )
-    return aiohttp.ClientSession(connector=connector, trust_env=False, raise_for_status=False)
+    return aiohttp.ClientSession(
+        connector=connector,
+        trust_env=False,
+        raise_for_status=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
 
 
 async def poll_forever(

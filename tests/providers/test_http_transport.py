@@ -190,3 +190,18 @@ async def test_a_stream_ends_in_an_error_at_its_cap(
             relayed.append(chunk)
     await stream.aclose()
     assert b"".join(relayed) == b"x" * 600, "nothing past the cap is relayed"
+
+
+async def test_a_backends_cookie_is_not_sent_back(
+    upstream: ScriptedServer, transport: HttpTransport
+) -> None:
+    """The transport serves every client: a Set-Cookie from one answer must not ride along
+    on the requests that follow (another tenant's, say). By a host name: a cookie jar
+    keeps none from an IP address."""
+    cookie = {"set-cookie": "session=tenant-a; Path=/"}
+    upstream.reply(Reply(200, b'{"ok": 1}', cookie), Reply(200, b'{"ok": 2}'))
+    url = upstream.url.replace("127.0.0.1", "localhost") + "/v1/x"
+    for _ in range(2):
+        answer = await transport.send(url, b"{}", DEADLINES)
+        assert answer.status == 200
+    assert [seen.headers.get("cookie") for seen in upstream.seen] == [None, None]
