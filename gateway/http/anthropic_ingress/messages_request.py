@@ -192,17 +192,36 @@ def check_conversation(conversation: Conversation, bounds: BoundsConfig) -> None
     check_chars("model", conversation.model, bounds.max_name_chars)
     check_count("messages", len(conversation.messages), bounds.max_messages)
     check_count("tools", len(conversation.tools or ()), bounds.max_tools)
-    marked = count_cache_breakpoints(conversation)
-    if marked > MAX_CACHE_BREAKPOINTS:
+    marks = cache_marks(conversation)
+    if len(marks) > MAX_CACHE_BREAKPOINTS:
         raise InvalidRequest(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
-            f"provided. Found {marked}.",
+            f"provided. Found {len(marks)}.",
+            param="cache_control",
+        )
+    _check_ttl_order(marks)
+
+
+def _check_ttl_order(marks: list[CacheControl]) -> None:
+    """A 1-hour breakpoint may not follow a 5-minute one (the API refuses the mix in that
+    order: a shorter-lived prefix cannot hold a longer-lived one)."""
+    short = next((n for n, mark in enumerate(marks) if mark.ttl != "1h"), None)
+    if short is not None and any(mark.ttl == "1h" for mark in marks[short + 1 :]):
+        raise InvalidRequest(
+            "cache_control breakpoints with ttl '1h' must come before those with ttl '5m' "
+            "(tools, then system, then messages)",
             param="cache_control",
         )
 
 
 def count_cache_breakpoints(conversation: Conversation) -> int:
-    """The blocks (system, tools, messages' content, tool results' parts) with `cache_control`."""
+    """The blocks with `cache_control` (see `cache_marks`)."""
+    return len(cache_marks(conversation))
+
+
+def cache_marks(conversation: Conversation) -> list[CacheControl]:
+    """The `cache_control` marks in prompt order: tools, system, then each message's
+    content (a tool result's parts before the result's own mark)."""
     blocks: list[_Cacheable] = [*(conversation.tools or ())]
     if isinstance(conversation.system, list):
         blocks.extend(conversation.system)
@@ -210,11 +229,11 @@ def count_cache_breakpoints(conversation: Conversation) -> int:
         if isinstance(message.content, str):
             continue
         for block in message.content:
-            if isinstance(block, _Cacheable):
-                blocks.append(block)
             if isinstance(block, ToolResultBlock) and isinstance(block.content, list):
                 blocks.extend(block.content)
-    return sum(block.cache_control is not None for block in blocks)
+            if isinstance(block, _Cacheable):
+                blocks.append(block)
+    return [block.cache_control for block in blocks if block.cache_control is not None]
 
 
 def _parse(model: type[_M], raw: bytes) -> _M:

@@ -31,7 +31,7 @@ TOOLS: list[dict[str, Any]] = [
     {
         "name": "get_weather",
         "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
-        "cache_control": EPHEMERAL,
+        "cache_control": LONG,
     },
 ]
 SYSTEM: list[dict[str, Any]] = [
@@ -172,7 +172,7 @@ async def test_anthropic_backend_gets_the_clients_breakpoints_in_place(
         == marks(MARKED)
         == {
             ("system", 0): LONG,
-            ("tools", 1): EPHEMERAL,
+            ("tools", 1): LONG,
             ("messages", 0, "content", 0): EPHEMERAL,
             ("messages", 2, "content", 0): EPHEMERAL,
         }
@@ -203,7 +203,7 @@ async def test_a_marked_tool_use_stays_on_its_block(
                 "id": "toolu_1",
                 "name": "get_weather",
                 "input": {"city": "P"},
-                "cache_control": LONG,
+                "cache_control": {"type": "ephemeral", "ttl": "5m"},
             },
         ],
     }
@@ -248,6 +248,10 @@ async def test_openai_backend_gets_no_breakpoints(
         (
             {"system": [{**SYSTEM[0], "cache_control": {"type": "ephemeral", "ttl": "2h"}}]},
             "system.0.cache_control.ttl",
+        ),
+        (
+            {"tools": [TOOLS[0], {**TOOLS[1], "cache_control": EPHEMERAL}]},
+            "ttl '1h' must come before those with ttl '5m'",
         ),
         (
             {"tools": [{**TOOLS[0], "cache_control": {"type": "persistent"}}]},
