@@ -48,6 +48,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "telemetry-off": {"telemetry": TELEMETRY_OFF},
     "simple-profile": {"_simple": True},
     "gc-cpython": {"server": {"gc_gen0_threshold": 0, "gc_freeze": False}},
+    "aiohttp-client": {"_backend": {"http_client": "aiohttp"}},
     "all-off": {"_simple": True, "quality": {"enabled": False}, "telemetry": TELEMETRY_OFF},
 }
 """What each variant changes from the defaults; `defaults` is what a user runs."""
@@ -75,6 +76,7 @@ def gateway_config(
     embedded = yaml.safe_load(EMBEDDED.read_text())
     change = dict(change)
     simple = change.pop("_simple", False)
+    backend_change = change.pop("_backend", {})
     profiles = list(embedded["profiles"])
     if simple:
         profiles.append({"name": "simple", "plugins": SIMPLE})
@@ -87,6 +89,7 @@ def gateway_config(
                 "base_url": f"http://127.0.0.1:{engine_ports[engine.name]}/v1",
                 "models": [engine.model],
                 "max_concurrency": 1024,
+                **backend_change,
             }
             for engine in (INSTANT, PACED)
         ],

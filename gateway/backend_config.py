@@ -23,6 +23,7 @@ from providers.settings import (
     OPENAI_COMPATIBLE_KINDS,
     RESERVED_HEADERS,
     BackendKind,
+    HttpClient,
     PresetName,
     ProviderSettings,
 )
@@ -190,6 +191,12 @@ class BackendConfig(StrictConfig):
         "the backend's own keep-alive (uvicorn, hence vLLM and SGLang, and llama.cpp: 5 s), "
         "or a request may be sent on a connection the backend is closing at that moment.",
     )
+    http_client: HttpClient = Field(
+        "lean",
+        description="`lean`: requests to an `http://` base_url go through Switchyard's own "
+        "keep-alive HTTP/1.1 client (about 60 % of aiohttp's CPU per exchange); `https://`, "
+        "redirects and health probes use aiohttp. `aiohttp`: every request through aiohttp.",
+    )
     cache: CacheConfig = CacheConfig()
     timeouts: BackendTimeouts | None = Field(
         None, description="Per-backend deadlines; total_s is per request, so only top-level."
@@ -331,6 +338,7 @@ class BackendConfig(StrictConfig):
             models=tuple(self.models),
             max_connections=self.max_connections,
             idle_keepalive_s=self.idle_keepalive_s,
+            http_client=self.http_client,
             emulator=self.emulator,
             api_version=self.api_version,
             preset=self.preset,

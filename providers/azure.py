@@ -17,7 +17,7 @@ import orjson
 from providers.base import UpstreamRequest, upstream_headers
 from providers.errors import UpstreamError
 from providers.openai_compatible import OpenAICompatibleProvider
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 
 DEFAULT_API_VERSION = "2024-10-21"
 """The newest generally available data-plane version when this adapter was written."""
@@ -46,6 +46,7 @@ async def open_azure_openai(settings: ProviderSettings) -> AzureOpenAIProvider:
         api_version=settings.api_version or DEFAULT_API_VERSION,
         max_connections=settings.max_connections,
         idle_keepalive_s=settings.idle_keepalive_s,
+        http_client=settings.http_client,
     )
 
 
@@ -59,6 +60,7 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
         api_version: str = DEFAULT_API_VERSION,
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
+        http_client: HttpClient = "lean",
     ) -> None:
         # A resource URL is accepted with or without the /openai that every path starts with.
         super().__init__(
@@ -67,6 +69,7 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
             api_key,
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
+            http_client=http_client,
             headers=upstream_headers(None, {"api-key": api_key} if api_key else None),
         )
         self._query = urlencode({"api-version": api_version})

@@ -2,11 +2,12 @@
 deadlines, the stall watchdog, Retry-After and rate-limit headers, and the one mapping of
 transport failures.
 
-aiohttp rather than httpx: on this path it costs about a tenth of the CPU per request
-(75 µs against 770 µs, measured side by side against the emulator), which is most of the
-gateway's overhead budget. Adapters differ only above it: where a request goes, which
-headers carry the key, how an error status reads (`StatusErrorMapper`) and what a health
-probe's status means (`HealthJudge`).
+Plain-HTTP requests (local engines, GPU replicas) go through `providers.h1_client`, a lean
+keep-alive client that costs about 60 % of aiohttp's CPU per exchange; `https://` URLs and
+health probes go through aiohttp (not httpx: a tenth of its CPU per request on this path).
+Adapters differ only above it: where a request goes, which headers carry the key, how an
+error status reads (`StatusErrorMapper`) and what a health probe's status means
+(`HealthJudge`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
+from typing import Protocol
 
 import aiohttp
 import orjson
@@ -29,9 +31,10 @@ from providers.errors import (
     UpstreamStatusError,
     UpstreamTimeout,
 )
+from providers.h1_client import H1ConnectError, H1ConnectTimeout, H1Pool
 from providers.rate_limits import rate_limit_signal
 from providers.rate_limits import retry_after_s as retry_after_s  # re-exported
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient
 
 _MAX_ERROR_BODY_BYTES = 64 * 1024
 
@@ -45,7 +48,31 @@ HealthJudge = Callable[[int], HealthResult]
 CREDENTIAL_STATUSES = frozenset({401, 403})
 """The statuses with which a backend refuses the gateway's own key."""
 
-_Reader = Callable[[aiohttp.ClientResponse], Awaitable[bytes]]
+
+class _Body(Protocol):
+    async def readany(self) -> bytes: ...
+    async def read(self, n: int = -1) -> bytes: ...
+    def iter_any(self) -> AsyncIterator[bytes]: ...
+    def at_eof(self) -> bool: ...
+
+
+class _Response(Protocol):
+    """What this module reads of an answer: aiohttp's `ClientResponse` or an `H1Response`."""
+
+    @property
+    def status(self) -> int: ...
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+    @property
+    def content(self) -> _Body: ...
+    @property
+    def content_length(self) -> int | None: ...
+    async def read(self) -> bytes: ...
+    def release(self) -> None: ...
+    def close(self) -> None: ...
+
+
+_Reader = Callable[[_Response], Awaitable[bytes]]
 
 
 class HttpTransport:
@@ -66,6 +93,7 @@ class HttpTransport:
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
         error_from_status: int = 400,
+        http_client: HttpClient = "lean",
     ) -> None:
         self.name = name
         self._headers = dict(headers)
@@ -75,6 +103,13 @@ class HttpTransport:
         self._idle_keepalive_s = idle_keepalive_s
         self._error_from_status = error_from_status
         self._session: aiohttp.ClientSession | None = None
+        self._h1 = (
+            H1Pool(
+                self._headers, max_connections=max_connections, idle_keepalive_s=idle_keepalive_s
+            )
+            if http_client == "lean"
+            else None
+        )
 
     @property
     def session(self) -> aiohttp.ClientSession:
@@ -134,6 +169,8 @@ class HttpTransport:
         return judge(status)
 
     async def close(self) -> None:
+        if self._h1 is not None:
+            await self._h1.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -144,11 +181,12 @@ class HttpTransport:
         try:
             yield
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            phase = "connect" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "response"
+            connecting = (aiohttp.ConnectionTimeoutError, H1ConnectTimeout)
+            phase = "connect" if isinstance(exc, connecting) else "response"
             raise UpstreamTimeout(
                 f"backend {self.name} timed out ({phase})", backend=self.name
             ) from None
-        except aiohttp.ClientConnectorError as exc:
+        except (aiohttp.ClientConnectorError, H1ConnectError) as exc:
             raise UpstreamConnectError(
                 f"cannot connect to backend {self.name}: {type(exc).__name__}", backend=self.name
             ) from None
@@ -160,7 +198,7 @@ class HttpTransport:
 
     async def _exchange(
         self, url: str, body: bytes, deadlines: Deadlines, read: _Reader
-    ) -> tuple[aiohttp.ClientResponse, bytes]:
+    ) -> tuple[_Response, bytes]:
         """POST, check the status and `read`, all within the first-byte deadline; the
         response is closed when any of it fails."""
         with self.map_upstream_errors():
@@ -173,9 +211,11 @@ class HttpTransport:
                     response.close()
                     raise
 
-    async def _post(self, url: str, body: bytes, deadlines: Deadlines) -> aiohttp.ClientResponse:
+    async def _post(self, url: str, body: bytes, deadlines: Deadlines) -> _Response:
         # No socket read timeout: aiohttp would re-arm a timer on every read. The first
         # byte is bounded by the caller, the gaps after it by the stream's watchdog.
+        if self._h1 is not None and url.startswith("http://"):
+            return await self._h1.post(url, body, deadlines.connect_s)
         return await self.session.post(
             url,
             data=body,
@@ -184,7 +224,7 @@ class HttpTransport:
             allow_redirects=False,
         )
 
-    async def _raise_for_status(self, response: aiohttp.ClientResponse) -> None:
+    async def _raise_for_status(self, response: _Response) -> None:
         status = response.status
         if status < self._error_from_status:
             return
@@ -208,7 +248,7 @@ class HttpStream:
     def __init__(
         self,
         transport: HttpTransport,
-        response: aiohttp.ClientResponse,
+        response: _Response,
         first_chunk: bytes,
         gap_s: float,
         max_bytes: int,
@@ -292,7 +332,7 @@ class _StallWatchdog:
         self._handle = self._loop.call_later(self._gap_s - waited, self._check)
 
 
-async def _whole(response: aiohttp.ClientResponse, *, name: str, max_bytes: int) -> bytes:
+async def _whole(response: _Response, *, name: str, max_bytes: int) -> bytes:
     """The whole body, failing as soon as it is known to pass `max_bytes`."""
     length = response.content_length
     if length is not None and length <= max_bytes:
@@ -315,11 +355,11 @@ def _too_large(name: str, what: str, max_bytes: int) -> UpstreamResponseTooLarge
     )
 
 
-async def _first_bytes(response: aiohttp.ClientResponse) -> bytes:
+async def _first_bytes(response: _Response) -> bytes:
     return await response.content.readany()
 
 
-def _content_type(response: aiohttp.ClientResponse) -> str:
+def _content_type(response: _Response) -> str:
     return response.headers.get("content-type", "application/json")
 
 

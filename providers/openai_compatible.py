@@ -30,7 +30,7 @@ from providers.http_transport import (
     credentials_refused,
 )
 from providers.http_transport import StatusErrorMapper as StatusErrorMapper  # re-exported
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 
 
 async def open_openai_compatible(settings: ProviderSettings) -> OpenAICompatibleProvider:
@@ -47,6 +47,7 @@ class OpenAICompatibleProvider:
         *,
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
+        http_client: HttpClient = "lean",
         headers: Mapping[str, str] | None = None,
         status_error: StatusErrorMapper | None = None,
         health_url: str | None = None,
@@ -67,6 +68,7 @@ class OpenAICompatibleProvider:
             secret=api_key,
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
+            http_client=http_client,
         )
 
     @classmethod
@@ -83,6 +85,7 @@ class OpenAICompatibleProvider:
             settings.api_key,
             max_connections=settings.max_connections,
             idle_keepalive_s=settings.idle_keepalive_s,
+            http_client=settings.http_client,
             headers=upstream_headers(settings.api_key, settings.extra_headers),
             health_url=settings.health_url,
             **options,

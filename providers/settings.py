@@ -55,6 +55,11 @@ DEFAULT_IDLE_KEEPALIVE_S = 4.0
 """Idle connections to engines are closed after this, before the engines close them
 (uvicorn, hence vLLM and SGLang, and llama.cpp: 5 s)."""
 
+HttpClient = Literal["lean", "aiohttp"]
+"""Which client carries a backend's requests: `lean`, Switchyard's keep-alive HTTP/1.1
+client for `http://` URLs (`providers.h1_client`; `https://` and probes still on aiohttp),
+or `aiohttp` for everything."""
+
 
 class ProviderSettings(BaseModel):
     """One backend as its adapter sees it; the host builds it from its own config."""
@@ -77,6 +82,7 @@ class ProviderSettings(BaseModel):
     models: tuple[str, ...] = ()
     max_connections: int = Field(256, ge=1)
     idle_keepalive_s: float = Field(DEFAULT_IDLE_KEEPALIVE_S, gt=0)
+    http_client: HttpClient = "lean"
     emulator: EmulatorOptions | None = Field(
         None,
         description="Kind `emulated`: how its engine behaves (defaults when None); kinds "

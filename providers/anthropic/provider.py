@@ -32,7 +32,7 @@ from providers.base import (
 )
 from providers.http_transport import CREDENTIAL_STATUSES, HttpTransport, credentials_refused
 from providers.openai_chat_request import CHAT_PATH as CHAT_PATH  # re-exported
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 from providers.translated_stream import TranslatedStream
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -48,6 +48,7 @@ async def open_anthropic(settings: ProviderSettings) -> AnthropicProvider:
         settings.api_key,
         max_connections=settings.max_connections,
         idle_keepalive_s=settings.idle_keepalive_s,
+        http_client=settings.http_client,
     )
 
 
@@ -67,6 +68,7 @@ class AnthropicProvider:
         *,
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
+        http_client: HttpClient = "lean",
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`clock` gives the `created` timestamp of the responses it translates."""
@@ -82,6 +84,7 @@ class AnthropicProvider:
             secret=api_key,
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
+            http_client=http_client,
             error_from_status=300,
         )
 

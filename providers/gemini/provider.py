@@ -24,7 +24,7 @@ from providers.gemini.response import chat_completion, decode_response
 from providers.gemini.stream import GeminiStream, StreamTranslator
 from providers.http_transport import HttpTransport, credentials_refused
 from providers.openai_chat_request import CHAT_PATH
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, ProviderSettings
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
@@ -38,6 +38,7 @@ async def open_gemini(settings: ProviderSettings) -> GeminiProvider:
         models=settings.models,
         max_connections=settings.max_connections,
         idle_keepalive_s=settings.idle_keepalive_s,
+        http_client=settings.http_client,
     )
 
 
@@ -51,6 +52,7 @@ class GeminiProvider:
         models: tuple[str, ...] = (),
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
+        http_client: HttpClient = "lean",
     ) -> None:
         self.name = name
         self.base_url = base_url.rstrip("/")
@@ -63,6 +65,7 @@ class GeminiProvider:
             secret=api_key,
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
+            http_client=http_client,
         )
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:

@@ -20,6 +20,9 @@ def test_config_variants_change_only_their_part() -> None:
     assert off["quality"] == {"enabled": False}
     assert off["telemetry"]["access_log"] == "off"
     assert {r["profile"] for r in off["routes"]} == {"simple"}
+    client = cpu_cost.gateway_config(ports, 9, cpu_cost.VARIANTS["aiohttp-client"])
+    assert {b["http_client"] for b in client["backends"]} == {"aiohttp"}
+    assert all("http_client" not in b for b in defaults["backends"])
     gc = cpu_cost.gateway_config(ports, 9, cpu_cost.VARIANTS["gc-cpython"])
     assert gc["server"] == {"host": "127.0.0.1", "port": 9, "gc_gen0_threshold": 0,
                             "gc_freeze": False}  # fmt: skip

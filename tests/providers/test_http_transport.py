@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import cast
 
 import aiohttp
 import pytest
@@ -19,6 +20,7 @@ from providers.errors import (
 )
 from providers.http_transport import HttpTransport, retry_after_s
 from providers.rate_limits import RateLimitSignal
+from providers.settings import HttpClient
 from tests.providers.fake_upstream import Pause, Reply, ScriptedServer
 
 KEY = "sk-transport-secret"
@@ -36,19 +38,29 @@ class RecordingMapper:
         return UpstreamStatusError("mapped", backend="b", upstream_status=status)
 
 
+@pytest.fixture(params=["lean", "aiohttp"])
+def client(request: pytest.FixtureRequest) -> HttpClient:
+    """Every exchange here runs through both clients a backend can use."""
+    return cast(HttpClient, request.param)
+
+
 @pytest.fixture
-async def transport() -> AsyncIterator[HttpTransport]:
-    opened = HttpTransport("b", upstream_headers(KEY), RecordingMapper(), secret=KEY)
+async def transport(client: HttpClient) -> AsyncIterator[HttpTransport]:
+    opened = HttpTransport(
+        "b", upstream_headers(KEY), RecordingMapper(), secret=KEY, http_client=client
+    )
     try:
         yield opened
     finally:
         await opened.close()
 
 
-async def test_the_hook_gets_the_scrubbed_body_and_retry_after(upstream: ScriptedServer) -> None:
+async def test_the_hook_gets_the_scrubbed_body_and_retry_after(
+    upstream: ScriptedServer, client: HttpClient
+) -> None:
     upstream.reply(Reply(429, f'{{"error": "slow down, {KEY}"}}'.encode(), {"retry-after": "7"}))
     mapper = RecordingMapper()
-    transport = HttpTransport("b", upstream_headers(KEY), mapper, secret=KEY)
+    transport = HttpTransport("b", upstream_headers(KEY), mapper, secret=KEY, http_client=client)
     try:
         with pytest.raises(UpstreamStatusError, match="mapped"):
             await transport.send(upstream.url + "/v1/x", b"{}", DEADLINES)
@@ -57,7 +69,9 @@ async def test_the_hook_gets_the_scrubbed_body_and_retry_after(upstream: Scripte
     assert mapper.calls == [(429, b'{"error": "slow down, [redacted]"}', 7.0)]
 
 
-async def test_a_status_error_carries_the_rate_limit_headers(upstream: ScriptedServer) -> None:
+async def test_a_status_error_carries_the_rate_limit_headers(
+    upstream: ScriptedServer, client: HttpClient
+) -> None:
     headers = {"retry-after-ms": "250", "x-ratelimit-remaining-tokens": "0"}
     upstream.reply(Reply(429, b"{}", headers), Reply(429, b"{}", headers))
     own = RateLimitSignal(remaining_requests=1)
@@ -66,7 +80,9 @@ async def test_a_status_error_carries_the_rate_limit_headers(upstream: ScriptedS
         return UpstreamStatusError("own", backend="b", upstream_status=status, rate_limit=own)
 
     for mapper in (RecordingMapper(), keeping_its_own):
-        transport = HttpTransport("b", upstream_headers(KEY), mapper, secret=KEY)
+        transport = HttpTransport(
+            "b", upstream_headers(KEY), mapper, secret=KEY, http_client=client
+        )
         try:
             with pytest.raises(UpstreamStatusError) as caught:
                 await transport.send(upstream.url + "/v1/x", b"{}", DEADLINES)
@@ -83,12 +99,17 @@ async def test_a_status_error_carries_the_rate_limit_headers(upstream: ScriptedS
 
 @pytest.mark.parametrize(("error_from_status", "is_error"), [(400, False), (300, True)])
 async def test_where_errors_start(
-    upstream: ScriptedServer, error_from_status: int, is_error: bool
+    upstream: ScriptedServer, client: HttpClient, error_from_status: int, is_error: bool
 ) -> None:
     upstream.reply(Reply(307, b"", {"location": "/elsewhere"}))
     mapper = RecordingMapper()
     transport = HttpTransport(
-        "b", upstream_headers(KEY), mapper, secret=KEY, error_from_status=error_from_status
+        "b",
+        upstream_headers(KEY),
+        mapper,
+        secret=KEY,
+        error_from_status=error_from_status,
+        http_client=client,
     )
     try:
         if is_error:
