@@ -18,6 +18,7 @@ aiohttp's.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import zlib
 from collections.abc import AsyncIterator, Mapping
@@ -53,6 +54,8 @@ class _Connection(asyncio.Protocol):
         """(host, port) as the URL named them: the pool's key."""
         self.transport: asyncio.Transport | None = None
         self.closed = False
+        self.busy = False
+        """A request is out on it; anything arriving while it is not is a protocol breach."""
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
         self.reset()
@@ -75,6 +78,11 @@ class _Connection(asyncio.Protocol):
         self.transport = cast(asyncio.Transport, transport)  # uvloop's: not a subclass
 
     def data_received(self, data: bytes) -> None:
+        if not self.busy:
+            # Bytes on an idle connection (a server's 408 before it closes, say) would be
+            # read as the next request's answer: drop the connection instead.
+            self.abort()
+            return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as exc:
@@ -92,9 +100,14 @@ class _Connection(asyncio.Protocol):
             self.fail(H1ProtocolError("the connection closed before the response ended"))
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
-        prior = self.headers.get(key)
-        self.headers[key] = text if prior is None else f"{prior}, {text}"
+        # The first of a repeated header, as aiohttp's `get` reads it.
+        self.headers.setdefault(name.decode("latin-1").lower(), value.decode("latin-1"))
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            # More after the answer ended: nothing was asked for it. httptools reports the
+            # raise as a parser error, which drops the connection.
+            raise H1ProtocolError("the server sent more than one answer")
 
     def on_headers_complete(self) -> None:
         status = self._parser.get_status_code()
@@ -194,9 +207,9 @@ class H1Response:
         self.status = connection.status
         self.headers: Mapping[str, str] = connection.headers
         self.content = self
-        encoding = connection.headers.get("content-encoding", "identity").strip().lower()
-        self._decoder = _decoder(encoding)
-        self._encoded = self._decoder is not None
+        self._encoding = connection.headers.get("content-encoding", "identity").strip().lower()
+        self._encoded = self._encoding not in ("identity", "")
+        self._decoder: zlib._Decompress | None = None
 
     @property
     def content_length(self) -> int | None:
@@ -210,31 +223,38 @@ class H1Response:
     async def readany(self) -> bytes:
         while True:
             raw = await self._connection.readany()
-            decoder = self._decoder
-            if decoder is None:
+            if not self._encoded:
                 return raw
             if not raw:
-                tail, self._decoder = decoder.flush(), None
-                return tail
+                return self._flush()
+            if self._decoder is None:
+                self._decoder = _decoder(self._encoding, raw)
             try:
-                data = decoder.decompress(raw)
+                data = self._decoder.decompress(raw)
             except zlib.error as exc:
                 raise H1ProtocolError(f"undecodable compressed body: {exc}") from None
             if data:
                 return data
 
+    def _flush(self) -> bytes:
+        """The decoded tail once the body has ended; b"" after that."""
+        decoder, self._decoder = self._decoder, None
+        if decoder is None:
+            return b""
+        tail = decoder.flush()
+        if not decoder.eof:
+            raise H1ProtocolError("the compressed body ended before its end")
+        return tail
+
     async def read(self, n: int = -1) -> bytes:
-        """The whole body, or (n ≥ 0) up to its first `n` bytes."""
+        """The whole body; with n ≥ 0, as aiohttp's reader: what has come (waiting for
+        something, b"" at the end), at most `n` bytes of it, the rest dropped."""
+        if n >= 0:
+            return (await self.readany())[:n]
         parts: list[bytes] = []
-        size = 0
-        while n < 0 or size < n:
-            chunk = await self.readany()
-            if not chunk:
-                break
+        while chunk := await self.readany():
             parts.append(chunk)
-            size += len(chunk)
-        data = b"".join(parts)
-        return data if n < 0 else data[:n]
+        return b"".join(parts)
 
     async def iter_any(self) -> AsyncIterator[bytes]:
         while chunk := await self.readany():
@@ -258,14 +278,24 @@ class H1Response:
             self._connection.abort()
             self._pool.give_back(self._connection)
 
+    def __del__(self) -> None:
+        # A response dropped unclosed (a caller's bug) must not keep its slot for good.
+        if not self._ended:
+            self._ended = True
+            with contextlib.suppress(Exception):
+                self._connection.abort()
+                self._pool.give_back(self._connection)
 
-def _decoder(encoding: str) -> zlib._Decompress | None:
-    if encoding in ("identity", ""):
-        return None
+
+def _decoder(encoding: str, first: bytes) -> zlib._Decompress:
+    """The decoder for `encoding`, by the body's `first` bytes where the encoding leaves
+    the framing open (deflate: zlib-wrapped as the RFC says, or raw as some servers send)."""
     if encoding in ("gzip", "x-gzip"):
         return zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     if encoding == "deflate":
-        return zlib.decompressobj(wbits=32 + zlib.MAX_WBITS)  # zlib or raw, as sent
+        # A zlib header: method 8 and a check over its two bytes (one byte: assume it).
+        wrapped = first[0] & 0x0F == 8 and (len(first) < 2 or (first[0] << 8 | first[1]) % 31 == 0)
+        return zlib.decompressobj(wbits=zlib.MAX_WBITS if wrapped else -zlib.MAX_WBITS)
     raise H1ProtocolError(f"unsupported content-encoding {encoding!r}")
 
 
@@ -285,6 +315,7 @@ class H1Pool:
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[tuple[str, int], list[_Connection]] = {}
         self._targets: dict[str, tuple[tuple[str, int], bytes]] = {}
+        self._closed = False
 
     async def post(self, url: str, body: bytes, connect_s: float) -> H1Response:
         """Send a POST and wait for the answer's status and headers (the caller bounds how
@@ -294,22 +325,25 @@ class H1Pool:
         connection: _Connection | None = None
         try:
             connection = self._reuse(address) or await self._connect(address, connect_s)
+            connection.busy = True
             transport = connection.transport
             assert transport is not None
             transport.writelines((head, b"%d\r\n\r\n" % len(body), body))
             await connection.headers_received()
+            return H1Response(self, connection)
         except BaseException:
             if connection is not None:
+                connection.busy = False
                 connection.abort()
             self._slots.release()
             raise
-        return H1Response(self, connection)
 
     def give_back(self, connection: _Connection) -> None:
         """A response is done with `connection`: keep it for the next request if it can
         carry one, and free its slot."""
         self._slots.release()
-        if not connection.reusable:
+        connection.busy = False
+        if not connection.reusable or self._closed:
             connection.abort()
             return
         connection.idle_since = time.monotonic()
@@ -317,6 +351,8 @@ class H1Pool:
         self._idle.setdefault(connection.address, []).append(connection)
 
     async def close(self) -> None:
+        """Close the idle connections; those in use close when their answers are done."""
+        self._closed = True
         for connections in self._idle.values():
             for connection in connections:
                 connection.abort()

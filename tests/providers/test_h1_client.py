@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
+import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
@@ -274,3 +275,137 @@ def test_only_plain_http_urls() -> None:
     pool = H1Pool({}, max_connections=1, idle_keepalive_s=1.0)
     with pytest.raises(ValueError, match="not a plain-HTTP URL"):
         asyncio.run(pool.post("https://api.example.com/v1/x", b"{}", 1.0))
+
+
+class Scripted:
+    """A server whose handler is the test's own coroutine (reader, writer)."""
+
+    def __init__(
+        self, handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+    ) -> None:
+        self.handler = handler
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.connections += 1
+            try:
+                await self.handler(reader, writer)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                pass
+            finally:
+                writer.close()
+
+        self._server = await asyncio.start_server(serve, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1/x"
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+
+async def read_request(reader: asyncio.StreamReader) -> None:
+    head = await reader.readuntil(b"\r\n\r\n")
+    await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+
+
+async def test_bytes_on_an_idle_connection_do_not_become_the_next_answer(pool: H1Pool) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(ok(b"first"))
+        await asyncio.sleep(0.05)
+        writer.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 7\r\n\r\ntimeout")
+        await read_request(reader)  # never comes: the client dropped this connection
+        writer.write(ok(b"stale"))
+
+    async def fresh(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if server.connections == 1:
+            await handler(reader, writer)
+            return
+        await read_request(reader)
+        writer.write(ok(b"second"))
+        await asyncio.sleep(0.2)
+
+    server = Scripted(fresh)
+    async with server as url:
+        response = await pool.post(url, b"{}", 2.0)
+        assert await response.read() == b"first"
+        response.release()
+        await asyncio.sleep(0.2)
+        response = await pool.post(url, b"{}", 2.0)
+        assert (response.status, await response.read()) == (200, b"second")
+        response.release()
+        assert server.connections == 2
+
+
+async def test_a_second_answer_after_the_first_is_not_merged_into_it(pool: H1Pool) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        extra = b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 5\r\n\r\nextra"
+        writer.write(ok(b"first", "content-type: application/json") + extra)
+        await asyncio.sleep(0.2)
+
+    server = Scripted(handler)
+    async with server as url:
+        response = await pool.post(url, b"{}", 2.0)
+        assert response.headers["content-type"] == "application/json"
+        assert await response.read() == b"first"
+        response.release()
+        response = await pool.post(url, b"{}", 2.0)  # that connection was dropped
+        assert await response.read() == b"first"
+        response.release()
+        assert server.connections == 2
+
+
+async def test_encodings_raw_deflate_truncated_and_unknown() -> None:
+    body = b"hello " * 500
+    raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    raw_deflate = raw.compress(body) + raw.flush()
+    cut_gzip = gzip.compress(body)[:-12]
+    pool = H1Pool({}, max_connections=1, idle_keepalive_s=5.0)
+    try:
+        for payload, encoding, expected in (
+            (zlib.compress(body), "deflate", body),
+            (raw_deflate, "deflate", body),
+            (cut_gzip, "gzip", None),
+            (b"\x00\x01", "br", None),
+        ):
+            server = await serve(fixed(ok(payload, f"content-encoding: {encoding}")))
+            try:
+                response = await pool.post(server.url, b"{}", 2.0)
+                if expected is None:
+                    with pytest.raises(H1ProtocolError):
+                        await response.read()
+                    response.close()
+                else:
+                    assert await response.read() == expected
+                    response.release()
+            finally:
+                await server.stop()
+        # One slot: had a failed answer kept it, this would wait for ever.
+        server = await serve(fixed(ok(b"{}")))
+        try:
+            response = await asyncio.wait_for(pool.post(server.url, b"{}", 2.0), 2.0)
+            response.release()
+        finally:
+            await server.stop()
+    finally:
+        await pool.close()
+
+
+async def test_read_n_returns_what_has_come_and_repeated_headers_keep_the_first(
+    pool: H1Pool,
+) -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        head = b"HTTP/1.1 500 Oops\r\nretry-after: 5\r\nretry-after: 5\r\n"
+        writer.write(head + b"transfer-encoding: chunked\r\n\r\n5\r\noops!\r\n")
+        await asyncio.sleep(1.0)  # the rest never comes in time
+
+    async with Scripted(handler) as url:
+        response = await pool.post(url, b"{}", 2.0)
+        assert response.status == 500 and response.headers["retry-after"] == "5"
+        assert await asyncio.wait_for(response.content.read(65536), 0.5) == b"oops!"
+        response.close()
