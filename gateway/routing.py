@@ -256,7 +256,9 @@ class RoutePlan:
         first = chain[0]
         # The named route's tags hold on its fallbacks too, as the request's own do.
         required = traits.required_tags.require(_source(first), first.require_tags)
-        self._router, self._traits = router, replace(traits, required_tags=required)
+        if required is not traits.required_tags:  # `require` returns itself when it adds none
+            traits = replace(traits, required_tags=required)
+        self._router, self._traits = router, traits
         self._rest = list(chain[1:])
         self.first = router.decide(first, self._traits)
 

@@ -28,7 +28,11 @@ class _Columns:
         why: Callable[..., str],
         args: tuple[Sequence[object], ...],
     ) -> None:
-        if any(len(c) != len(candidates) for c in (column, *args)):
+        n = len(candidates)
+        short = len(column) != n
+        for arg in args:  # a plain loop: this runs for every plugin of every decision
+            short = short or len(arg) != n
+        if short:
             # A short column would silently drop or unscore candidates; fail at once.
             lengths = [len(c) for c in (column, *args)]
             raise ValueError(f"{len(candidates)} candidates but columns of lengths {lengths}")

@@ -81,7 +81,8 @@ class Pipeline:
             timings[flt.name] = (time.perf_counter_ns() - t0) / 1000
             filtered.append((flt.name, answer))
             if isinstance(answer, Verdicts) and answer.candidates is survivors:
-                survivors = list(compress(survivors, answer.keep))
+                if not all(answer.keep):  # all kept: the same list, read as it is
+                    survivors = list(compress(survivors, answer.keep))
             else:
                 get = answer.get
                 survivors = [b for b in survivors if get(b.name, _NO_VERDICT).keep]
