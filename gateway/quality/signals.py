@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -76,8 +75,12 @@ Check = Callable[[Observation, SignalParams], SignalEvent | None]
 
 def evaluate(obs: Observation, params: SignalParams) -> list[SignalEvent]:
     """Every passive signal's verdict on one response, in a fixed order."""
-    found = (check(obs, params) for check in _CHECKS)
-    return [verdict for verdict in found if verdict is not None]
+    events = []
+    for check in _CHECKS:  # a plain loop: every answer runs all of them
+        verdict = check(obs, params)
+        if verdict is not None:
+            events.append(verdict)
+    return events
 
 
 def event(signal: str, bad: bool, detail: str = "", **extra: float) -> SignalEvent:
@@ -308,8 +311,9 @@ def max_tokens_hit_signal(obs: Observation, params: SignalParams) -> SignalEvent
     if obs.outcome != "ok" or obs.max_tokens is None or obs.finish_reason is None:
         return None
     hit = obs.finish_reason == "length"
-    verdict = event("max_tokens_hit", hit, f"stopped at max_tokens {obs.max_tokens:,}")
-    return replace(verdict, stratum=max_tokens_stratum(obs))
+    detail = f"stopped at max_tokens {obs.max_tokens:,}" if hit else ""
+    stratum = max_tokens_stratum(obs)
+    return SignalEvent("max_tokens_hit", hit, "fidelity", detail, extra={}, stratum=stratum)
 
 
 def max_tokens_stratum(obs: Observation) -> str:
