@@ -13,7 +13,8 @@ The gateways share CPU 0 (only the one whose turn it is gets load); the load gen
 CPU = utime + stime of the gateway's process (/proc/PID/stat) around its turn, ÷ requests;
 per chunk = (streaming CPU - requests x the same variant's non-streaming CPU per request
 at that concurrency) ÷ SSE chunks relayed. `tcp-pipe`, measured the same way, is no
-gateway but the floor under any Python relay (bench/floor_pipe.py).
+gateway but the floor under any Python relay (bench/floor_pipe.py). Gateways run at the default log
+level, so the access log writes its line per request as it does for a user.
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             path = workdir / f"{name}.yaml"
             path.write_text(yaml.safe_dump(gateway_config(ports, port, VARIANTS[name])))
             argv = [str(MAIN_BIN / "switchyard"), "serve", "--config", str(path)]
-            argv += ["--port", str(port), "--log-level", "warning"]
+            argv += ["--port", str(port)]  # the default log level: the access log runs
             server = Server(name, argv, workdir / f"{name}.log", cpus=SERVER_CPUS)
             gateways[name] = {engine: (server, port) for engine in ports}
             _ready_or_stopped(server, f"http://127.0.0.1:{port}/healthz", timeout_s=60)
