@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import socket
 import zlib
@@ -273,8 +274,29 @@ async def test_idle_connections_past_their_keepalive_are_not_reused() -> None:
 
 def test_only_plain_http_urls() -> None:
     pool = H1Pool({}, max_connections=1, idle_keepalive_s=1.0)
-    with pytest.raises(ValueError, match="not a plain-HTTP URL"):
-        asyncio.run(pool.post("https://api.example.com/v1/x", b"{}", 1.0))
+    with pytest.raises(ValueError, match="not a plain-HTTP URL") as refused:
+        asyncio.run(pool.post("https://user:s3cret@api.example.com/v1/x", b"{}", 1.0))
+    assert "s3cret" not in str(refused.value)
+
+
+async def test_a_urls_credentials_are_sent_as_basic_auth() -> None:
+    server = await serve(fixed(ok(b"{}"), ok(b"{}")))
+    url = server.url.replace("http://", "http://user%40x:p%3Ass@")
+    try:
+        for headers in ({}, {"authorization": "Bearer own"}):
+            pool = H1Pool(headers, max_connections=1, idle_keepalive_s=1.0)
+            try:
+                response = await pool.post(url, b"{}", 2.0)
+                await response.read()
+                response.release()
+            finally:
+                await pool.close()
+        first, second = server.requests
+        token = base64.b64encode(b"user@x:p:ss").decode()
+        assert f"authorization: Basic {token}\r\n".encode() in first
+        assert b"Basic" not in second and b"authorization: Bearer own\r\n" in second
+    finally:
+        await server.stop()
 
 
 class Scripted:
