@@ -17,11 +17,15 @@ Answer = Callable[[bytes], Awaitable[list[bytes]]]
 """Given one request's bytes, the pieces to write back (b"" piece: close the connection)."""
 
 
-class RawServer:
-    """A loopback server: reads one request head and body, writes the scripted answer."""
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+"""What a server does with one connection."""
 
-    def __init__(self, answer: Answer) -> None:
-        self.answer = answer
+
+class RawServer:
+    """A loopback server that runs `handler` on each connection it accepts."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
         self.connections = 0
         self.requests: list[bytes] = []
         self._server: asyncio.Server | None = None
@@ -40,24 +44,28 @@ class RawServer:
         self._server.close()
         await self._server.wait_closed()
 
+    async def __aenter__(self) -> str:
+        await self.start()
+        return self.url
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
         try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-                request = head + await reader.readexactly(length)
-                self.requests.append(request)
-                for piece in await self.answer(request):
-                    if not piece:
-                        writer.close()
-                        return
-                    writer.write(piece)
-                    await writer.drain()
+            await self.handler(reader, writer)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             writer.close()
+
+
+async def read_request(reader: asyncio.StreamReader) -> bytes:
+    """One request's head and body."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    return head + await reader.readexactly(length)
 
 
 def fixed(*pieces: bytes) -> Answer:
@@ -82,7 +90,20 @@ async def pool() -> AsyncIterator[H1Pool]:
 
 
 async def serve(answer: Answer) -> RawServer:
-    server = RawServer(answer)
+    """A started server that reads request after request and writes `answer`'s pieces
+    to each (b"": close the connection)."""
+
+    async def answering(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            request = await read_request(reader)
+            server.requests.append(request)
+            for piece in await answer(request):
+                if not piece:
+                    return
+                writer.write(piece)
+                await writer.drain()
+
+    server = RawServer(answering)
     await server.start()
     return server
 
@@ -299,40 +320,6 @@ async def test_a_urls_credentials_are_sent_as_basic_auth() -> None:
         await server.stop()
 
 
-class Scripted:
-    """A server whose handler is the test's own coroutine (reader, writer)."""
-
-    def __init__(
-        self, handler: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-    ) -> None:
-        self.handler = handler
-        self.connections = 0
-        self._server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> str:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            self.connections += 1
-            try:
-                await self.handler(reader, writer)
-            except (asyncio.IncompleteReadError, ConnectionError):
-                pass
-            finally:
-                writer.close()
-
-        self._server = await asyncio.start_server(serve, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1/x"
-
-    async def __aexit__(self, *_: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-
-async def read_request(reader: asyncio.StreamReader) -> None:
-    head = await reader.readuntil(b"\r\n\r\n")
-    await reader.readexactly(int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
-
-
 async def test_bytes_on_an_idle_connection_do_not_become_the_next_answer(pool: H1Pool) -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
@@ -350,7 +337,7 @@ async def test_bytes_on_an_idle_connection_do_not_become_the_next_answer(pool: H
         writer.write(ok(b"second"))
         await asyncio.sleep(0.2)
 
-    server = Scripted(fresh)
+    server = RawServer(fresh)
     async with server as url:
         response = await pool.post(url, b"{}", 2.0)
         assert await response.read() == b"first"
@@ -369,7 +356,7 @@ async def test_a_second_answer_after_the_first_is_not_merged_into_it(pool: H1Poo
         writer.write(ok(b"first", "content-type: application/json") + extra)
         await asyncio.sleep(0.2)
 
-    server = Scripted(handler)
+    server = RawServer(handler)
     async with server as url:
         response = await pool.post(url, b"{}", 2.0)
         assert response.headers["content-type"] == "application/json"
@@ -426,7 +413,7 @@ async def test_read_n_returns_what_has_come_and_repeated_headers_keep_the_first(
         writer.write(head + b"transfer-encoding: chunked\r\n\r\n5\r\noops!\r\n")
         await asyncio.sleep(1.0)  # the rest never comes in time
 
-    async with Scripted(handler) as url:
+    async with RawServer(handler) as url:
         response = await pool.post(url, b"{}", 2.0)
         assert response.status == 500 and response.headers["retry-after"] == "5"
         assert await asyncio.wait_for(response.content.read(65536), 0.5) == b"oops!"
