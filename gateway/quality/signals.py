@@ -83,10 +83,13 @@ def evaluate(obs: Observation, params: SignalParams) -> list[SignalEvent]:
     return events
 
 
-def event(signal: str, bad: bool, detail: str = "", **extra: float) -> SignalEvent:
+def event(
+    signal: str, bad: bool, detail: str = "", *, stratum: str = "", **extra: float
+) -> SignalEvent:
     """A signal's event, with its dimension; the detail is kept only when bad."""
     dimension: Dimension = "sla" if signal in ("ttft", "tpot") else "fidelity"
-    return SignalEvent(signal, bad, dimension, detail if bad else "", extra=extra)
+    detail = detail if bad else ""
+    return SignalEvent(signal, bad, dimension, detail, extra=extra, stratum=stratum)
 
 
 def error_signal(obs: Observation, params: SignalParams) -> SignalEvent | None:
@@ -311,9 +314,8 @@ def max_tokens_hit_signal(obs: Observation, params: SignalParams) -> SignalEvent
     if obs.outcome != "ok" or obs.max_tokens is None or obs.finish_reason is None:
         return None
     hit = obs.finish_reason == "length"
-    detail = f"stopped at max_tokens {obs.max_tokens:,}" if hit else ""
-    stratum = max_tokens_stratum(obs)
-    return SignalEvent("max_tokens_hit", hit, "fidelity", detail, extra={}, stratum=stratum)
+    detail = f"stopped at max_tokens {obs.max_tokens:,}"
+    return event("max_tokens_hit", hit, detail, stratum=max_tokens_stratum(obs))
 
 
 def max_tokens_stratum(obs: Observation) -> str:
