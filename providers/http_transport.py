@@ -75,6 +75,18 @@ class _Response(Protocol):
 _Reader = Callable[[_Response], Awaitable[bytes]]
 
 
+def backend_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
+    """An aiohttp session for talking to backends: no proxy settings from the environment,
+    statuses left to the caller, and no cookie jar (a backend's Set-Cookie must not ride
+    along on every later client's request; filtering a jar per request costs CPU too)."""
+    return aiohttp.ClientSession(
+        connector=connector,
+        trust_env=False,
+        raise_for_status=False,
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+
 class HttpTransport:
     """One backend's connection pool and the exchanges over it; fails only with UpstreamErrors.
 
@@ -120,14 +132,7 @@ class HttpTransport:
                 limit_per_host=0,
                 keepalive_timeout=self._idle_keepalive_s,
             )
-            # No cookie jar: a backend's Set-Cookie must not ride along on every later
-            # client's request (and filtering a jar per request costs CPU for nothing).
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                trust_env=False,
-                raise_for_status=False,
-                cookie_jar=aiohttp.DummyCookieJar(),
-            )
+            self._session = backend_session(connector)
         return self._session
 
     async def send(self, url: str, body: bytes, deadlines: Deadlines) -> UpstreamResponse:

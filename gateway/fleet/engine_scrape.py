@@ -27,6 +27,7 @@ from gateway.backend_config import BackendConfig, MetricsConfig
 from gateway.fleet.engine_metrics import EngineLoad, parse_engine_load
 from gateway.fleet.state import FleetState
 from gateway.tasks import cancel_and_wait
+from providers.http_transport import backend_session
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S
 
 logger = logging.getLogger("switchyard.engine_metrics")
@@ -142,12 +143,7 @@ def scrape_session(targets: int) -> aiohttp.ClientSession:
     connector = aiohttp.TCPConnector(
         limit=max(1, targets), keepalive_timeout=DEFAULT_IDLE_KEEPALIVE_S
     )
-    return aiohttp.ClientSession(
-        connector=connector,
-        trust_env=False,
-        raise_for_status=False,
-        cookie_jar=aiohttp.DummyCookieJar(),
-    )
+    return backend_session(connector)
 
 
 async def poll_forever(
