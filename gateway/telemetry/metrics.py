@@ -27,6 +27,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from gateway.telemetry.labelled import Labelled, Tally
 from gateway.telemetry.record import RequestRecord
 from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
@@ -102,6 +103,13 @@ class GatewayMetrics:
         self._define_requests()
         self._define_tokens()
         self._define_state()
+        self._requests = Labelled(self.requests)
+        self._team_requests = Labelled(self.team_requests)
+        self._errors = Labelled(self.errors)
+        self._cost = Labelled(self.cost)
+        self._decisions = Labelled(self.decisions)
+        self._retries = Labelled(self.retries)
+        self._counts = Tally()
 
     def _define_requests(self) -> None:
         """What happened to requests: counts, errors and latencies."""
@@ -272,13 +280,16 @@ class GatewayMetrics:
         return Counter(name, doc, ("route", "backend"), registry=self.registry)
 
     def consume(self, record: RequestRecord) -> None:
-        """Fold one finished request in (telemetry thread)."""
+        """Fold one finished request in (telemetry thread); its whole-number counts are
+        added by `flush()`, at the end of the drain."""
         route, backend = record.route, record.blamed_backend or "none"
         series = self._series(route, backend)
-        self.requests.labels(route, backend, record.status_class, record.endpoint).inc()
-        self.team_requests.labels(self._team(record.team), record.status_class).inc()
+        count = self._counts.add
+        status_class = record.status_class
+        count(self._requests(route, backend, status_class, record.endpoint))
+        count(self._team_requests(self._team(record.team), status_class))
         if record.error is not None:
-            self.errors.labels(route, backend, record.error).inc()
+            count(self._errors(route, backend, record.error))
         series.duration.observe(record.e2e_s)
         if record.ttft_s is not None:
             series.ttft.observe(record.ttft_s)
@@ -289,21 +300,25 @@ class GatewayMetrics:
         series.decision.observe(record.decision.decision.total_us / 1e6)
         if record.backend is not None:
             prompt, cached, completion = record.tokens()
-            series.prompt.inc(prompt)
-            series.cached.inc(cached)
+            count(series.prompt, prompt)
+            count(series.cached, cached)
             if record.reported_cached:
-                series.reporting.inc(prompt)
-            series.predicted.inc(record.predicted_cached_tokens)
-            series.completion.inc(completion)
+                count(series.reporting, prompt)
+            count(series.predicted, record.predicted_cached_tokens)
+            count(series.completion, completion)
             model = record.model
             cost = record.cost_usd(self._prices.lookup(backend, model))
-            self.cost.labels(route, backend, model).inc(cost)
+            self._cost(route, backend, model).inc(cost)
         policy = record.deciding_policy(self._weights.get(route, {}))
         chosen = record.decision.decision.chosen or "none"
-        self.decisions.labels(route, chosen, policy.name).inc()
+        count(self._decisions(route, chosen, policy.name))
         for attempt in record.decision.attempts[:-1]:
             if attempt.outcome != "ok":
-                self.retries.labels(route, attempt.backend, attempt.outcome).inc()
+                count(self._retries(route, attempt.backend, attempt.outcome))
+
+    def flush(self) -> None:
+        """Add the drain's counts (telemetry thread, once per drain)."""
+        self._counts.apply()
 
     def _series(self, route: str, backend: str) -> _Series:
         """The (route, backend) children, looked up once: `labels()` per update costs more

@@ -4,7 +4,9 @@ The request path only appends a `RequestRecord` to a bounded deque (no lock, no 
 a Condition.notify per request cost more than the rest of the logging). The thread drains
 it a few times a second and gives each record to every sink: the access log, Prometheus,
 the dashboard's series, the store. When the queue is full the record is dropped and
-counted, never waited for; a sink that fails is logged and the others still run.
+counted, never waited for; a sink that fails is logged and the others still run. Sinks
+that batch (the access log's writes, Prometheus's counts) are flushed after each batch of
+at most `_MAX_BATCH` records, before the batch counts as consumed.
 """
 
 from __future__ import annotations
@@ -14,13 +16,15 @@ import threading
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from gateway.telemetry.record import RequestRecord
 
 logger = logging.getLogger("switchyard.telemetry")
 
 _DRAIN_INTERVAL_S = 0.05
+_MAX_BATCH = 1024
+"""Records handed over between two flushes: what a batching sink may hold back."""
 
 
 class Sink(Protocol):
@@ -31,11 +35,20 @@ class Sink(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchingSink(Sink, Protocol):
+    def flush(self) -> None:
+        """Runs on the telemetry thread after each batch: write or apply what `consume`
+        held back."""
+        ...
+
+
 class TelemetryPipe:
     def __init__(self, max_queued: int, sinks: Sequence[Sink] = ()) -> None:
         self._max_queued = max_queued
         self._queue: deque[RequestRecord] = deque()
-        self._sinks = list(sinks)
+        self._sinks: list[Sink] = []
+        self._batching: list[BatchingSink] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.dropped = 0
@@ -43,9 +56,13 @@ class TelemetryPipe:
         self.cpu_s = 0.0
         """CPU time the thread spent handing records to the sinks."""
         self.failures: dict[str, int] = {}
+        for sink in sinks:
+            self.add_sink(sink)
 
     def add_sink(self, sink: Sink) -> None:
         self._sinks.append(sink)
+        if isinstance(sink, BatchingSink):
+            self._batching.append(sink)
 
     def start(self) -> None:
         self._stop.clear()
@@ -67,21 +84,35 @@ class TelemetryPipe:
 
     def drain(self) -> None:
         """Hand every queued record to the sinks (the thread's loop; tests call it too)."""
-        while self._queue:
-            record = self._queue.popleft()
-            for sink in self._sinks:
+        queue = self._queue
+        while queue:
+            batch = min(len(queue), _MAX_BATCH)
+            for _ in range(batch):
+                self._hand_over(queue.popleft())
+            for sink in self._batching:
                 try:
-                    sink.consume(record)
-                except Exception:  # a broken sink must not stop the others or the thread
-                    self.failures[sink.name] = self.failures.get(sink.name, 0) + 1
-                    logger.exception("telemetry sink %s failed", sink.name)
+                    sink.flush()
+                except Exception:  # as in `_hand_over`
+                    self._failed(sink)
+                    logger.exception("telemetry sink %s failed to flush", sink.name)
+            self.consumed += batch
+
+    def _hand_over(self, record: RequestRecord) -> None:
+        for sink in self._sinks:
             try:
-                # The decision ring keeps it for the API: as bytes from now on. (A record
-                # dropped from a full queue stays whole in the ring until it leaves it.)
-                record.decision.compact()
-            except Exception:  # like a sink: the thread must outlive one bad record
-                logger.exception("decision %s could not be compacted", record.decision.decision.id)
-            self.consumed += 1
+                sink.consume(record)
+            except Exception:  # a broken sink must not stop the others or the thread
+                self._failed(sink)
+                logger.exception("telemetry sink %s failed", sink.name)
+        try:
+            # The decision ring keeps it for the API: as bytes from now on. (A record
+            # dropped from a full queue stays whole in the ring until it leaves it.)
+            record.decision.compact()
+        except Exception:  # like a sink: the thread must outlive one bad record
+            logger.exception("decision %s could not be compacted", record.decision.decision.id)
+
+    def _failed(self, sink: Sink) -> None:
+        self.failures[sink.name] = self.failures.get(sink.name, 0) + 1
 
     def _run(self) -> None:
         while not self._stop.wait(_DRAIN_INTERVAL_S):
