@@ -81,10 +81,7 @@ class Dispatcher:
         async def attempt(
             provider: Provider, deadlines: Deadlines, request: UpstreamRequest
         ) -> UpstreamResponse:
-            # A non-streaming answer arrives whole, after the full generation: only the
-            # request's total deadline bounds it.
-            left = max(0.001, deadline - self._clock())
-            return await provider.send(request, replace(deadlines, first_byte_s=left))
+            return await provider.send(request, deadlines)
 
         trial = _Trial(record, attempt, request_for, deadline, streaming=False)
         return await self._try_routes(plan, trial)
@@ -243,7 +240,7 @@ class Dispatcher:
         )
         attempts, route = trial.record.attempts, leg.route.name
         try:
-            deadlines = self._deadlines(name, trial.deadline)
+            deadlines = self._deadlines(name, trial.deadline, trial.streaming)
             result = await trial.attempt(self._providers[name], deadlines, request)
         except UpstreamError as exc:
             lease.failed(exc)
@@ -258,12 +255,14 @@ class Dispatcher:
         attempts.append(Attempt(name, "ok", self._ms_since(started), route, model))
         return lease, result
 
-    def _deadlines(self, name: str, deadline: float) -> Deadlines:
+    def _deadlines(self, name: str, deadline: float, streaming: bool) -> Deadlines:
         timeouts = self._config.timeouts_for(name)
         left = max(0.001, deadline - self._clock())
         return Deadlines(
             connect_s=min(timeouts.connect_s, left),
-            first_byte_s=min(timeouts.first_token_s, left),
+            # A non-streaming answer arrives whole, after the full generation: only the
+            # request's total deadline bounds it.
+            first_byte_s=min(timeouts.first_token_s, left) if streaming else left,
             between_chunks_s=timeouts.between_chunks_s,
             max_body_bytes=self._config.bounds.max_upstream_body_bytes,
             max_stream_bytes=self._config.bounds.max_upstream_stream_bytes,

@@ -13,11 +13,10 @@ error status reads (`StatusErrorMapper`) and what a health probe's status means
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Protocol
+from typing import Literal, Protocol
 
 import aiohttp
 import orjson
@@ -108,6 +107,7 @@ class HttpTransport:
         http_client: HttpClient = "lean",
     ) -> None:
         self.name = name
+        self._errors = UpstreamErrors(name)
         self._headers = dict(headers)
         self._status_error = status_error
         self._secret = secret
@@ -180,26 +180,9 @@ class HttpTransport:
             await self._session.close()
             self._session = None
 
-    @contextmanager
-    def map_upstream_errors(self) -> Iterator[None]:
+    def map_upstream_errors(self) -> UpstreamErrors:
         """Turn transport exceptions into the UpstreamError tree (providers/errors.py)."""
-        try:
-            yield
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            connecting = (aiohttp.ConnectionTimeoutError, H1ConnectTimeout)
-            phase = "connect" if isinstance(exc, connecting) else "response"
-            raise UpstreamTimeout(
-                f"backend {self.name} timed out ({phase})", backend=self.name
-            ) from None
-        except (aiohttp.ClientConnectorError, H1ConnectError) as exc:
-            raise UpstreamConnectError(
-                f"cannot connect to backend {self.name}: {type(exc).__name__}", backend=self.name
-            ) from None
-        except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamProtocolError(
-                f"backend {self.name} broke the connection: {type(exc).__name__}",
-                backend=self.name,
-            ) from None
+        return self._errors
 
     async def _exchange(
         self, url: str, body: bytes, deadlines: Deadlines, read: _Reader
@@ -245,6 +228,38 @@ class HttpTransport:
         if self._secret and self._secret.encode() in data:
             return data.replace(self._secret.encode(), b"[redacted]")
         return data
+
+
+class UpstreamErrors:
+    """A context that turns a transport exception into the UpstreamError tree for one
+    backend. Stateless, so one per transport serves every request (a class, not
+    `@contextmanager`: it wraps every upstream exchange)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> Literal[False]:
+        if exc is None:
+            return False
+        name = self._name
+        if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
+            connecting = (aiohttp.ConnectionTimeoutError, H1ConnectTimeout)
+            phase = "connect" if isinstance(exc, connecting) else "response"
+            raise UpstreamTimeout(f"backend {name} timed out ({phase})", backend=name) from None
+        if isinstance(exc, (aiohttp.ClientConnectorError, H1ConnectError)):
+            raise UpstreamConnectError(
+                f"cannot connect to backend {name}: {type(exc).__name__}", backend=name
+            ) from None
+        if isinstance(exc, (aiohttp.ClientError, OSError)):
+            raise UpstreamProtocolError(
+                f"backend {name} broke the connection: {type(exc).__name__}", backend=name
+            ) from None
+        return False
 
 
 class HttpStream:

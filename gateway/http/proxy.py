@@ -17,10 +17,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -34,7 +35,13 @@ from gateway.http.exchange import Exchange
 from gateway.http.ingress import ProxyPath
 from gateway.http.model_rename import renamed_response, served_model, stream_renamer
 from gateway.http.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
-from gateway.http.wire import UpstreamBodies, check_length, parse_body, traits_of
+from gateway.http.wire import (
+    RequestHeaders,
+    UpstreamBodies,
+    check_length,
+    parse_body,
+    traits_of,
+)
 from gateway.quality.collect import StreamCollector, collect_body
 from gateway.quality.passive import RequestContext, request_context
 from gateway.routing import RequestTraits, RoutePlan
@@ -55,12 +62,12 @@ _UPSTREAM_PATHS: dict[Endpoint, str] = {
 async def serve_proxy(
     gateway: Gateway, path: ProxyPath, scope: Scope, receive: Receive, send: Send
 ) -> None:
-    request = Request(scope, receive, send)
     started = time.monotonic()
+    headers = RequestHeaders(scope["headers"])
     dialect = path.dialect
     try:
-        caller = dialect.authorize(request.headers, gateway.authorize)
-        raw = await read_body(request, gateway.config.server.max_body_bytes)
+        caller = dialect.authorize(headers, gateway.authorize)
+        raw = await receive_body(receive, headers, gateway.config.server.max_body_bytes)
     except SwitchyardError as exc:
         gateway.telemetry.rejected(exc.code or exc.type)
         await dialect.error_response(exc)(scope, receive, send)
@@ -82,7 +89,7 @@ async def serve_proxy(
     watcher = asyncio.ensure_future(watch())
     try:
         try:
-            response = await _respond(gateway, request, exchange, dialect, raw)
+            response = await _respond(gateway, headers, exchange, dialect, raw)
         except Exception:
             logger.exception("unhandled error on POST %s", scope["path"])
             response = dialect.error_response(SwitchyardError("internal error in the gateway"))
@@ -95,7 +102,32 @@ async def serve_proxy(
         watcher.cancel()
 
 
+async def receive_body(receive: Receive, headers: Mapping[str, str], max_bytes: int) -> bytes:
+    """The whole request body straight from the ASGI `receive`, within `max_bytes`."""
+    check_length(headers.get("content-length"), max_bytes)
+    message = await receive()
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False) and message["type"] == "http.request":
+        if len(body) > max_bytes:
+            raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes")
+        return body  # the usual case: the whole body in one message
+    parts: list[bytes] = [body]
+    size = len(body)
+    while True:
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect()
+        if size > max_bytes:
+            raise PayloadTooLarge(f"request body exceeds the limit of {max_bytes} bytes")
+        if not message.get("more_body", False):
+            return b"".join(parts)
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        parts.append(chunk)
+
+
 async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The body of a request on the gateway's own endpoints (FastAPI's `Request`)."""
     check_length(request.headers.get("content-length"), max_bytes)
     parts: list[bytes] = []
     size = 0
@@ -108,7 +140,7 @@ async def read_body(request: Request, max_bytes: int) -> bytes:
 
 
 async def _respond(
-    gateway: Gateway, request: Request, exchange: Exchange, dialect: Dialect, raw: bytes
+    gateway: Gateway, headers: RequestHeaders, exchange: Exchange, dialect: Dialect, raw: bytes
 ) -> Response:
     endpoint = exchange.endpoint
     try:
@@ -119,9 +151,7 @@ async def _respond(
             translation.body, endpoint, None if translation.translated else bounds
         )
         route = gateway.router.route(head.model)
-        traits = keyed_traits(
-            exchange.caller, route.name, traits_of(endpoint, body, head, request.headers)
-        )
+        traits = keyed_traits(exchange.caller, route.name, traits_of(endpoint, body, head, headers))
         route, budget = await budgeted_route(
             gateway.tenancy.budgets, gateway.router, exchange.caller, route
         )
@@ -148,14 +178,16 @@ async def _respond(
     upstream = UpstreamBodies(
         path, translation.body, body, head.model, traits.stream, translation.plain_body
     )
-    headers = {"x-switchyard-decision": decision.id, **budget, **limits}
+    answer_headers = {"x-switchyard-decision": decision.id, **budget, **limits}
     try:
         if traits.stream:
-            return await _open_stream(gateway, exchange, translation, plan, upstream, headers)
-        return await _send(gateway, exchange, translation, plan, upstream, headers)
+            return await _open_stream(
+                gateway, exchange, translation, plan, upstream, answer_headers
+            )
+        return await _send(gateway, exchange, translation, plan, upstream, answer_headers)
     except SwitchyardError as exc:
         exchange.failed(exc.status, exc.code)
-        return dialect.error_response(exc, headers)
+        return dialect.error_response(exc, answer_headers)
     except asyncio.CancelledError:
         if not exchange.finished:
             exchange.failed(499, "client_disconnected")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -108,6 +108,25 @@ def check_bounds(head: _Head, bounds: BoundsConfig) -> None:
         check_tokens("max_completion_tokens", head.max_completion_tokens, limit)
 
 
+class RequestHeaders(dict[str, str]):
+    """A request's headers by lowercase name, the first value of a repeated one (as
+    Starlette's `Headers` reads them), built once from the ASGI scope: a plain dict, so
+    the handful of lookups the proxy makes per request cost what a dict's do. `getlist`
+    gives every value of a name, in order."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: Iterable[tuple[bytes, bytes]]) -> None:
+        super().__init__()
+        self._raw = pairs = [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw]
+        for name, value in reversed(pairs):
+            self[name] = value
+
+    def getlist(self, name: str) -> list[str]:
+        name = name.lower()
+        return [value for key, value in self._raw if key == name]
+
+
 def check_length(content_length: str | None, max_bytes: int) -> None:
     if content_length is None:
         return
@@ -186,7 +205,7 @@ REQUIRE_TAGS_HEADER = "x-switchyard-require-tags"
 def required_tags(headers: Mapping[str, str]) -> TagRequirement:
     """The placement tags the request's header requires (source `header`). Every instance
     of a repeated header counts: a constraint is never dropped for being sent twice."""
-    if isinstance(headers, Headers):
+    if isinstance(headers, (Headers, RequestHeaders)):
         values = headers.getlist(REQUIRE_TAGS_HEADER)
     else:
         value = headers.get(REQUIRE_TAGS_HEADER)

@@ -1,12 +1,24 @@
-"""Wire parsing of the placement header: every instance counts, the source is `header`."""
+"""Wire parsing: the placement header (every instance counts, the source is `header`), the
+request's headers and body as the proxy reads them."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
 from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
 
-from gateway.errors import InvalidRequest
-from gateway.http.wire import REQUIRE_TAGS_HEADER, parse_body, required_tags, traits_of
+from gateway.errors import InvalidRequest, PayloadTooLarge
+from gateway.http.proxy import receive_body
+from gateway.http.wire import (
+    REQUIRE_TAGS_HEADER,
+    RequestHeaders,
+    parse_body,
+    required_tags,
+    traits_of,
+)
 from gateway.placement import NO_REQUIREMENT
 
 CHAT = b'{"model": "default", "messages": [{"role": "user", "content": "hi"}]}'
@@ -26,10 +38,30 @@ CHAT = b'{"model": "default", "messages": [{"role": "user", "content": "hi"}]}'
     ],
     ids=["absent", "one", "values-case-insensitive", "repeated"],
 )
-def test_required_tags_from_headers(raw: list[tuple[bytes, bytes]], tags: set[str]) -> None:
-    requirement = required_tags(Headers(raw=raw))
+@pytest.mark.parametrize("kind", [Headers, RequestHeaders])
+def test_required_tags_from_headers(
+    raw: list[tuple[bytes, bytes]], tags: set[str], kind: type[Headers | RequestHeaders]
+) -> None:
+    headers = Headers(raw=raw) if kind is Headers else RequestHeaders(raw)
+    requirement = required_tags(headers)
     assert requirement.tags == tags
     assert dict(requirement.sources) == ({"header": tags} if tags else {})
+
+
+def test_request_headers_read_as_starlette_does() -> None:
+    raw = [
+        (b"authorization", b"Bearer one"),
+        (b"x-session-id", b"s1"),
+        (b"authorization", b"Bearer two"),
+        (b"x-note", "caf\xe9".encode("latin-1")),
+    ]
+    ours, theirs = RequestHeaders(raw), Headers(raw=raw)
+    for name in ("authorization", "x-session-id", "x-note", "absent"):
+        assert ours.get(name) == theirs.get(name)
+    assert ours.getlist("Authorization") == theirs.getlist("authorization")
+    assert ours.getlist("absent") == []
+    # ASGI servers send names in lower case; one that does not is still read.
+    assert RequestHeaders([(b"X-Session-Id", b"s1")]).get("x-session-id") == "s1"
 
 
 def test_a_plain_mapping_works_too() -> None:
@@ -43,3 +75,40 @@ def test_the_traits_carry_the_requirement() -> None:
     assert traits.required_tags.tags == {"eu", "local"}
     with pytest.raises(InvalidRequest, match="x-switchyard-require-tags: tag 2"):
         traits_of("chat.completions", body, head, {REQUIRE_TAGS_HEADER: "eu,"})
+
+
+def _receiver(*messages: dict[str, Any]) -> Callable[[], Awaitable[dict[str, Any]]]:
+    queue = list(messages)
+
+    async def receive() -> dict[str, Any]:
+        return queue.pop(0)
+
+    return receive
+
+
+async def test_the_body_is_read_whole_from_one_or_many_messages() -> None:
+    one = _receiver({"type": "http.request", "body": CHAT})
+    assert await receive_body(one, RequestHeaders([]), 1_000) == CHAT
+    parts = [{"type": "http.request", "body": b, "more_body": True} for b in (b"ab", b"cd")]
+    many = _receiver(*parts, {"type": "http.request", "body": b"e"})
+    assert await receive_body(many, RequestHeaders([]), 5) == b"abcde"
+
+
+async def test_a_body_over_the_limit_is_refused_as_soon_as_it_is_known() -> None:
+    declared = RequestHeaders([(b"content-length", b"10")])
+    with pytest.raises(PayloadTooLarge):
+        await receive_body(_receiver(), declared, 5)  # refused before any read
+    with pytest.raises(PayloadTooLarge):
+        await receive_body(_receiver({"type": "http.request", "body": b"123456"}), {}, 5)
+    chunks = [{"type": "http.request", "body": b"1234", "more_body": True}] * 2
+    # A third message would fail the fake receive: the limit stops the reading first.
+    with pytest.raises(PayloadTooLarge):
+        await receive_body(_receiver(*chunks), RequestHeaders([]), 5)
+
+
+async def test_a_client_that_leaves_mid_body_ends_the_read() -> None:
+    leaving = _receiver(
+        {"type": "http.request", "body": b"ab", "more_body": True}, {"type": "http.disconnect"}
+    )
+    with pytest.raises(ClientDisconnect):
+        await receive_body(leaving, RequestHeaders([]), 100)
