@@ -3,6 +3,13 @@
 `line` (the default) is for a person at a terminal: route, backend, status, time, cached
 and prompt tokens, decision id (`GET /v1/switchyard/decisions/{id}` has the rest).
 `json` writes the whole record with its decision, for machines.
+
+Each line is its own `LogRecord`, so every handler (a user's, pytest's caplog) still sees
+one record per request, stamped with the time the request finished. The records are copies
+of one the logger makes per batch (a custom record factory's fields included): making each
+with `logger.info` (caller lookup, the record's dozen system calls) cost more than the
+line. The pipe calls `flush()` after each batch; `line` mode's handler
+(`gateway.terminal.BatchedStreamHandler`) writes the batch's lines then, in one write.
 """
 
 from __future__ import annotations
@@ -23,12 +30,34 @@ class AccessLog:
     def __init__(self, mode: Literal["line", "json"] = "line") -> None:
         self.mode = mode
         self.written = 0
+        self._template: logging.LogRecord | None = None
 
     def consume(self, record: RequestRecord) -> None:
         if not logger.isEnabledFor(logging.INFO):
             return
-        logger.info(concise_line(record) if self.mode == "line" else json_line(record))
+        line = concise_line(record) if self.mode == "line" else json_line(record)
+        logger.handle(self._log_record(line, record.at + record.e2e_s))
         self.written += 1
+
+    def flush(self) -> None:
+        """The end of a batch: the logger's own handlers write what they hold."""
+        self._template = None  # the next batch's records are made afresh
+        for handler in logger.handlers:
+            handler.flush()
+
+    def _log_record(self, line: str, finished_at: float) -> logging.LogRecord:
+        template = self._template
+        if template is None:
+            template = self._template = logger.makeRecord(
+                logger.name, logging.INFO, __file__, 0, "", (), None, "consume"
+            )
+        made = logging.LogRecord.__new__(type(template))
+        made.__dict__.update(template.__dict__)
+        made.msg = line
+        made.created = finished_at
+        made.msecs = int((finished_at - int(finished_at)) * 1000) + 0.0  # as LogRecord does
+        made.relativeCreated = template.relativeCreated + (finished_at - template.created) * 1000
+        return made
 
 
 def concise_line(record: RequestRecord) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 from pathlib import Path
@@ -12,7 +13,14 @@ import pytest
 from gateway.cli import embedded_config_path
 from gateway.config import load_config
 from gateway.store import DATABASE_URL_ENV, upgrade
-from gateway.terminal import QuietLibraryLines, banner, logging_config, serve_logging_config
+from gateway.terminal import (
+    BatchedStreamHandler,
+    QuietLibraryLines,
+    SecondsFormatter,
+    banner,
+    logging_config,
+    serve_logging_config,
+)
 from tests.conftest import make_config, parsed
 
 PID = os.getpid()
@@ -190,3 +198,25 @@ def test_request_lines_have_their_own_format_in_line_mode(mode: Any, own_handler
             "handlers": ["plain"],
         }
     )
+
+
+def test_the_seconds_formatter_writes_what_the_standard_one_does() -> None:
+    for fmt, datefmt in [
+        ("%(asctime)s %(name)s %(message)s", None),
+        ("%(asctime)s %(message)s", "%H:%M:%S"),
+    ]:
+        ours, standard = SecondsFormatter(fmt, datefmt), logging.Formatter(fmt, datefmt)
+        for created in (1_000_000.0, 1_000_000.25, 1_000_000.999, 1_000_001.5, 999_999.0):
+            made = logging.makeLogRecord({"name": "switchyard.access", "msg": "line"})
+            made.created, made.msecs = created, int((created - int(created)) * 1000) + 0.0
+            assert ours.format(made) == standard.format(made)
+
+
+def test_the_batched_handler_writes_once_it_holds_its_bound() -> None:
+    stream = io.StringIO()
+    handler = BatchedStreamHandler(stream, max_lines=2)
+    for text in ("one", "two", "three"):
+        handler.handle(logging.makeLogRecord({"msg": text}))
+    assert stream.getvalue() == "one\ntwo\n"
+    handler.flush()
+    assert stream.getvalue() == "one\ntwo\nthree\n"

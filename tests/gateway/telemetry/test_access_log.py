@@ -3,7 +3,9 @@ nothing; written by the telemetry thread."""
 
 from __future__ import annotations
 
+import io
 import logging
+import time
 from typing import Any
 
 import orjson
@@ -11,6 +13,7 @@ import pytest
 
 from gateway.telemetry.access_log import AccessLog, concise_line, json_line
 from gateway.telemetry.record import RequestRecord
+from gateway.terminal import BatchedStreamHandler, SecondsFormatter
 from providers.usage import Usage
 from tests.conftest import StartEmulator, StartGateway, make_config
 from tests.gateway.telemetry.builders import record
@@ -125,3 +128,26 @@ async def test_a_gateway_logs_its_requests_as_configured(
         assert logged["status"] == 200 and logged["backend"] == "a"
         assert logged["decision"]["id"] == decision
         assert logged["decision"]["candidates"]
+
+
+def test_a_batch_is_written_in_order_one_line_per_request_each_at_its_finish_time() -> None:
+    stream = io.StringIO()
+    handler = BatchedStreamHandler(stream)
+    handler.setFormatter(SecondsFormatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    access = logging.getLogger("switchyard.access")
+    saved = (access.handlers[:], access.propagate, access.level)
+    access.handlers, access.propagate, access.level = [handler], False, logging.INFO
+    try:
+        sink = AccessLog("line")
+        made = [record(at=at, e2e_s=0.5, usage=Usage(9, 1, 0)) for at in (7200.0, 7210.0, 7199.0)]
+        for one in made:
+            sink.consume(one)
+        assert stream.getvalue() == ""  # held until the batch ends
+        sink.flush()
+    finally:
+        access.handlers, access.propagate, access.level = saved
+    clock = [time.strftime("%H:%M:%S", time.localtime(one.at + 0.5)) for one in made]
+    assert stream.getvalue().splitlines() == [
+        f"{at} {concise_line(one)}" for at, one in zip(clock, made, strict=True)
+    ]
+    assert sink.written == 3
