@@ -4,7 +4,7 @@ request's decision and placement, the fallback routes it moved on to, and every 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -85,10 +85,10 @@ class DecisionRecord:
         the gateway for ~0.4 s. Bytes are not tracked. The prompt's block ids go too.
         """
         self.rendered()
-        self.decision = replace(self.decision, candidates=(), timings_us={})
+        self.decision = _without_reports(self.decision)
         self.work = PromptWork(cached_tokens=self.work.cached_tokens)
         for leg in self.fallbacks:
-            leg.decision = replace(leg.decision, candidates=(), timings_us={})
+            leg.decision = _without_reports(leg.decision)
             leg.work = PromptWork(cached_tokens=leg.work.cached_tokens)
 
     def to_dict(self) -> dict[str, Any]:
@@ -124,6 +124,23 @@ class DecisionRecord:
             _described(leg.decision, leg.work, leg.placement) for leg in self.fallbacks
         ]
         return out
+
+
+def _without_reports(decision: Decision) -> Decision:
+    """The decision without its candidates' reports and plugin timings. Made directly:
+    `dataclasses.replace` cost a quarter of a compaction."""
+    return Decision(
+        id=decision.id,
+        route=decision.route,
+        model=decision.model,
+        order=decision.order,
+        candidates=(),
+        picker=decision.picker,
+        picker_reason=decision.picker_reason,
+        timings_us={},
+        total_us=decision.total_us,
+        created_at=decision.created_at,
+    )
 
 
 def route_chain(decisions: list[Decision], left: list[str]) -> list[dict[str, Any]]:
