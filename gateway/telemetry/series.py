@@ -107,15 +107,16 @@ class DashboardSeries:
             fleet = self._fleet.bucket(record.at)
             if fleet is None:
                 return
-            self._add(fleet, record, cost, deciding.name)
             fleet.retries += record.retries
             self._fleet.examples[deciding.name] = deciding.reason
+            buckets = [fleet]
             if blamed is not None:
                 panel = self._panel(blamed)
                 bucket = panel.bucket(record.at)
                 if bucket is not None:
-                    self._add(bucket, record, cost, deciding.name)
+                    buckets.append(bucket)
                 panel.examples[deciding.name] = deciding.reason
+            self._add(buckets, record, cost, deciding.name)
             for attempt in record.decision.attempts[:-1]:
                 if attempt.outcome == "ok":
                     continue
@@ -129,33 +130,44 @@ class DashboardSeries:
             panel = self._backends[backend] = Panel(self._slots, self.config.bucket_s)
         return panel
 
-    def _add(self, bucket: Bucket, record: RequestRecord, cost: float, policy: str) -> None:
-        bucket.requests += 1
+    def _add(self, buckets: list[Bucket], record: RequestRecord, cost: float, policy: str) -> None:
+        """Add the record to the fleet's bucket and its backend's: what it says is read once."""
         ok = record.status < 400 and record.error is None
-        bucket.ok += ok
-        bucket.abandoned += record.abandoned
-        _bump(bucket.status, record.status_class, 1 << 30)
-        if not ok:
-            code = record.error or f"http_{record.status}"
-            _bump(bucket.codes, code, self.config.max_error_codes)
+        abandoned = record.abandoned
+        status_class = record.status_class
+        code = None if ok else record.error or f"http_{record.status}"
         prompt, cached, completion = record.tokens()
-        bucket.prompt_tokens += prompt
-        bucket.completion_tokens += completion
-        if record.reported_cached:
-            bucket.cached_tokens += cached
-            bucket.hit_base_tokens += prompt
-        if record.backend is not None:
-            bucket.served_prompt_tokens += prompt
-            bucket.predicted_cached_tokens += record.predicted_cached_tokens
-        bucket.spend_usd += cost
-        _bump(bucket.policies, policy, 1 << 30)
-        bucket.e2e.add(record.e2e_s)
-        bucket.overhead.add(record.overhead_s)
-        if record.ttft_s is not None:
-            bucket.ttft.add(record.ttft_s)
-        tpot = record.tpot_s
-        if tpot is not None:
-            bucket.tpot.add(tpot)
+        reported = record.reported_cached
+        predicted = record.predicted_cached_tokens if record.backend is not None else None
+        e2e_s, overhead_s, ttft_s, tpot_s = (
+            record.e2e_s,
+            record.overhead_s,
+            record.ttft_s,
+            record.tpot_s,
+        )
+        for bucket in buckets:
+            bucket.requests += 1
+            bucket.ok += ok
+            bucket.abandoned += abandoned
+            _bump(bucket.status, status_class, 1 << 30)
+            if code is not None:
+                _bump(bucket.codes, code, self.config.max_error_codes)
+            bucket.prompt_tokens += prompt
+            bucket.completion_tokens += completion
+            if reported:
+                bucket.cached_tokens += cached
+                bucket.hit_base_tokens += prompt
+            if predicted is not None:
+                bucket.served_prompt_tokens += prompt
+                bucket.predicted_cached_tokens += predicted
+            bucket.spend_usd += cost
+            _bump(bucket.policies, policy, 1 << 30)
+            bucket.e2e.add(e2e_s)
+            bucket.overhead.add(overhead_s)
+            if ttft_s is not None:
+                bucket.ttft.add(ttft_s)
+            if tpot_s is not None:
+                bucket.tpot.add(tpot_s)
 
     def snapshot(self, window_s: int) -> dict[str, Any]:
         """The fleet's and every backend's summary, series and top reasons over the window.
