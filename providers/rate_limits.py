@@ -113,7 +113,10 @@ def rate_limit_signal(
     Names are looked up in lower case: aiohttp's headers are case-insensitive, a plain
     mapping must use lower-case names. `now` (Unix seconds) is for reading reset times.
     """
-    if not any(name in headers for name in _ALL_HEADERS):
+    if type(headers) is dict:  # the lean client's plain dict (lower-case names)
+        if _ALL_HEADERS.isdisjoint(headers):  # one C-level pass over its few names
+            return None
+    elif not any(name in headers for name in _ALL_HEADERS):
         return None
     seconds = partial(reset_s, now=time() if now is None else now)
     signal = RateLimitSignal(
