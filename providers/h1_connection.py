@@ -142,13 +142,22 @@ class H1Connection(asyncio.Protocol):
             await self._next_event()
 
     async def readany(self) -> bytes:
-        """What body bytes have come; b"" once the body has ended."""
+        """What body bytes have come; b"" once the body has ended. (`_next_event` inlined:
+        this runs once per streamed chunk.)"""
         while True:
             if self._body:
                 return self._take()
             if self.complete:
                 return b""
-            await self._next_event()
+            if self.error is not None:
+                raise self.error
+            self._waiter = waiter = self._loop.create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+            if self.error is not None and not self._body:
+                raise self.error
 
     def _take(self) -> bytes:
         body = self._body

@@ -52,12 +52,14 @@ class StreamOutcome:
         self.collector = collector
         """Keeps the stream's bytes (bounded) for the quality signals, parsed at the end."""
         self.tail = b""
-        """The upstream stream's last bytes, to see how it ended."""
+        """The upstream stream's last bytes (at least the last `_TAIL_BYTES`, or all of a
+        shorter stream), to see how it ended."""
 
     def observe(self, chunk: bytes) -> None:
         """One upstream chunk, as the backend sent it, for the usage and quality taps."""
         self.chunks += 1
-        self.tail = (self.tail + chunk)[-_TAIL_BYTES:]
+        # Most chunks are longer than the tail: keep the chunk itself, no concatenation.
+        self.tail = chunk if len(chunk) >= _TAIL_BYTES else (self.tail + chunk)[-_TAIL_BYTES:]
         self.tap.feed(chunk)
         if self.collector is not None:
             self.collector.feed(chunk)
@@ -93,7 +95,8 @@ async def relay(
             yield held
         tail = outcome.tail
         is_sse = stream.content_type.startswith("text/event-stream")
-        if is_sse and _DONE not in tail and not _ends_with_error_event(tail):
+        ended = _DONE in tail[-_TAIL_BYTES:] or _ends_with_error_event(tail)
+        if is_sse and not ended:
             raise UpstreamProtocolError("backend ended the stream without [DONE]")
     except SwitchyardError as exc:
         outcome.error = exc
