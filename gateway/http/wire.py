@@ -44,13 +44,40 @@ class ChatMessage(BaseModel):
     role: str = Field(min_length=1)
 
 
-class ChatHead(_Head):
-    messages: list[ChatMessage] = Field(min_length=1)
+class _ChatFields(_Head):
+    """A chat request's fields but its messages (`ChatHead` and `_CheckedChatHead`)."""
+
     stream_options: StreamOptions | None = None
     n: int = Field(1, ge=1)
     max_tokens: int | None = Field(None, ge=1)
     max_completion_tokens: int | None = Field(None, ge=1)
     tools: list[dict[str, Any]] | None = None
+
+
+class ChatHead(_ChatFields):
+    messages: list[ChatMessage] = Field(min_length=1)
+
+
+class _CheckedChatHead(_ChatFields):
+    """`ChatHead` for messages already seen to be objects with a non-empty string role
+    (`_roles_ok`), all `ChatMessage` asks of them: no model made per message (each kept a
+    copy of every field: ~0.5 µs a message, 20 µs for a 40-turn conversation)."""
+
+    messages: list[Any] = Field(min_length=1)
+
+
+def _roles_ok(messages: object) -> bool:
+    """Whether `ChatHead` would accept every message: an object with a non-empty string
+    `role` (anything else is validated in full, for its exact error)."""
+    if type(messages) is not list:
+        return False
+    for message in messages:
+        if type(message) is not dict:
+            return False
+        role = message.get("role")
+        if type(role) is not str or not role:
+            return False
+    return True
 
 
 class CompletionHead(_Head):
@@ -83,8 +110,11 @@ def parse_body(
         raise InvalidRequest(f"request body is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
         raise InvalidRequest("request body must be a JSON object")
+    model = HEADS[endpoint]
+    if model is ChatHead and _roles_ok(body.get("messages")):
+        model = _CheckedChatHead
     try:
-        head = HEADS[endpoint].model_validate(body)
+        head = model.model_validate(body)
     except ValidationError as exc:
         first = exc.errors()[0]
         param = ".".join(str(p) for p in first["loc"]) or None
@@ -98,10 +128,10 @@ def check_bounds(head: _Head, bounds: BoundsConfig) -> None:
     """The request's counts, budgets and names within `bounds` (`gateway.bounds`)."""
     check_chars("model", head.model, bounds.max_name_chars)
     check_chars("user", head.user, bounds.max_name_chars)
-    if isinstance(head, ChatHead | CompletionHead):
+    if isinstance(head, _ChatFields | CompletionHead):
         check_n(head.n, bounds.max_n)
         check_tokens("max_tokens", head.max_tokens, bounds.max_output_tokens)
-    if isinstance(head, ChatHead):
+    if isinstance(head, ChatHead | _CheckedChatHead):
         check_count("messages", len(head.messages), bounds.max_messages)
         check_count("tools", len(head.tools or ()), bounds.max_tools)
         limit = bounds.max_output_tokens
@@ -144,7 +174,7 @@ def traits_of(
     """The routing-relevant facts of a parsed request."""
     stream = head.stream and endpoint != "embeddings"
     max_tokens = getattr(head, "max_tokens", None)
-    if isinstance(head, ChatHead):
+    if isinstance(head, _ChatFields):
         max_tokens = head.max_completion_tokens or head.max_tokens
     prompt = body.get("prompt") if endpoint == "completions" else None
     if isinstance(prompt, list) and all(isinstance(p, str) for p in prompt):

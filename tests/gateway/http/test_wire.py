@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 import pytest
+from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 
@@ -14,6 +16,7 @@ from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.http.proxy import receive_body
 from gateway.http.wire import (
     REQUIRE_TAGS_HEADER,
+    ChatHead,
     RequestHeaders,
     parse_body,
     required_tags,
@@ -112,3 +115,47 @@ async def test_a_client_that_leaves_mid_body_ends_the_read() -> None:
     )
     with pytest.raises(ClientDisconnect):
         await receive_body(leaving, RequestHeaders([]), 100)
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo", "x": 1}],
+        [{"content": "no role"}],
+        [{"role": "", "content": "empty role"}],
+        [{"role": 3, "content": "a number"}],
+        [{"role": "user"}, "not an object"],
+        [],
+        {"role": "user"},
+        "a string",
+        None,
+    ],
+    ids=[
+        "valid",
+        "no-role",
+        "empty-role",
+        "number-role",
+        "not-object",
+        "empty",
+        "dict",
+        "str",
+        "null",
+    ],
+)
+def test_chat_messages_are_judged_as_the_full_model_judges_them(messages: object) -> None:
+    """The role pre-check only spares work: what is accepted and every refusal's wording
+    are those of `ChatHead` validating each message as a model."""
+    raw = orjson.dumps({"model": "default", "messages": messages, "max_tokens": 5})
+    try:
+        expected = ChatHead.model_validate(orjson.loads(raw))
+    except ValidationError as full:
+        with pytest.raises(InvalidRequest) as refused:
+            parse_body(raw, "chat.completions")
+        error = full.errors()[0]
+        param = ".".join(str(p) for p in error["loc"])
+        assert (refused.value.param, refused.value.message) == (param, f"{param}: {error['msg']}")
+        return
+    body, head = parse_body(raw, "chat.completions")
+    assert body == orjson.loads(raw)
+    assert len(head.messages) == len(expected.messages)  # type: ignore[attr-defined]
+    assert head.model_dump(exclude={"messages"}) == expected.model_dump(exclude={"messages"})
