@@ -12,9 +12,10 @@ The gateways share CPU 0 (only the one whose turn it is gets load); the load gen
 (`bench.load`, one keep-alive connection per worker, closed loop) and the engines CPU 1.
 CPU = utime + stime of the gateway's process (/proc/PID/stat) around its turn, ÷ requests;
 per chunk = (streaming CPU - requests x the same variant's non-streaming CPU per request
-at that concurrency) ÷ SSE chunks relayed. `tcp-pipe`, measured the same way, is no
-gateway but the floor under any Python relay (bench/floor_pipe.py). Gateways run at the default log
-level, so the access log writes its line per request as it does for a user.
+at that concurrency) ÷ SSE chunks relayed. `tcp-pipe` and `asgi-relay`, measured the same
+way, are no gateways but floors: a bare byte pipe (bench/floor_pipe.py), and uvicorn with the
+lean upstream client relaying and nothing else (bench/floor_relay.py). Gateways run at the
+default log level, so the access log writes its line per request as it does for a user.
 """
 
 from __future__ import annotations
@@ -53,9 +54,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "all-off": {"_simple": True, "quality": {"enabled": False}, "telemetry": TELEMETRY_OFF},
 }
 """What each variant changes from the defaults; `defaults` is what a user runs."""
-FLOOR = "tcp-pipe"
-"""Not a gateway: `bench.floor_pipe`, a bare byte pipe on uvloop, the floor under any Python
-relay (event loop and kernel per read and write) measured the same way."""
+FLOORS = {"tcp-pipe": "floor_pipe", "asgi-relay": "floor_relay"}
+"""Not gateways, measured the same way: `tcp-pipe` (`bench.floor_pipe`), a bare byte pipe
+on uvloop, the floor under any Python relay (event loop and kernel per read and write);
+`asgi-relay` (`bench.floor_relay`), uvicorn and the lean upstream client relaying each
+request and nothing else, the floor under a relay on the gateway's own stack."""
 TARGETS = {"per request": 400.0, "per chunk": 20.0}
 
 
@@ -135,8 +138,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     try:
         parts = _parts(ports, args.max_tokens)
         for name in args.variants:
-            if name == FLOOR:
-                gateways[name] = {e: _floor(e, p, workdir) for e, p in ports.items()}
+            if name in FLOORS:
+                gateways[name] = {e: _floor(name, e, p, workdir) for e, p in ports.items()}
                 continue
             port = free_port()
             path = workdir / f"{name}.yaml"
@@ -154,11 +157,11 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             server.stop()
 
 
-def _floor(engine: str, engine_port: int, workdir: Path) -> tuple[Server, int]:
+def _floor(floor: str, engine: str, engine_port: int, workdir: Path) -> tuple[Server, int]:
     port = free_port()
-    script = Path(__file__).with_name("floor_pipe.py")  # stdlib and uvloop only
-    argv = [sys.executable, str(script), str(port), str(engine_port)]
-    server = Server(f"{FLOOR}-{engine}", argv, workdir / f"{FLOOR}-{engine}.log", cpus=SERVER_CPUS)
+    argv = [sys.executable, "-m", f"bench.{FLOORS[floor]}", str(port), str(engine_port)]
+    name = f"{floor}-{engine}"
+    server = Server(name, argv, workdir / f"{name}.log", cpus=SERVER_CPUS)
     _ready_or_stopped(server, f"http://127.0.0.1:{port}/v1/models", timeout_s=30)
     return server, port
 
@@ -284,10 +287,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--variants",
         nargs="+",
-        default=[*VARIANTS, FLOOR],
-        choices=[*VARIANTS, FLOOR],
+        default=[*VARIANTS, *FLOORS],
+        choices=[*VARIANTS, *FLOORS],
         metavar="V",
-        help=f"gateway configs ({', '.join(VARIANTS)}) and {FLOOR}, the bare-pipe floor",
+        help=f"gateway configs ({', '.join(VARIANTS)}) and the floors ({', '.join(FLOORS)})",
     )
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
