@@ -19,6 +19,7 @@ import orjson
 
 from gateway.quality.observation import ToolCallSeen
 from gateway.quality.response_assembly import Assembly, Payload, parse_json
+from gateway.quality.stream_template import parse_templated
 
 KIB = 1024
 
@@ -201,13 +202,17 @@ def _parse_sse(data: bytes, assembly: Assembly, *, trust_last_line: bool) -> Non
 
 
 def _parse_plain_sse(data: bytes, assembly: Assembly) -> bool:
-    """The common shape (every event one `data: {...}` line, no other fields) parsed as one
-    JSON array: one C call instead of one per event. False: not that shape, or bad JSON
-    somewhere, and nothing was taken; the general path then says what is wrong."""
+    """The common shape (every event one `data: {...}` line, no other fields) parsed without
+    a call per event: content events as a template (`stream_template`), or all events as one
+    JSON array. False: not that shape, or bad JSON somewhere, and nothing was taken; the
+    general path then says what is wrong."""
+    lines = _lines(data)
+    taken = parse_templated(lines, assembly)
+    if taken is not None:
+        return taken
     payloads: list[bytes] = []
     done = False
-    for line in data.split(b"\n"):
-        line = line.rstrip(b"\r")
+    for line in lines:
         if not line:
             continue
         if not line.startswith(b"data: {"):
@@ -227,6 +232,14 @@ def _parse_plain_sse(data: bytes, assembly: Assembly) -> bool:
         assembly.add_chunk(event)
     assembly.done = assembly.done or done
     return True
+
+
+def _lines(data: bytes) -> list[bytes]:
+    """The data's non-empty lines split at LF, trailing CRs dropped (most streams have none)."""
+    lines = data.split(b"\n")
+    if b"\r" in data:
+        lines = [line.rstrip(b"\r") for line in lines]
+    return list(filter(None, lines))  # the blank line after each event: half of all
 
 
 def _dispatch(

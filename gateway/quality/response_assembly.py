@@ -113,19 +113,8 @@ class Assembly:
     def _took_plain_delta(self, payload: Payload) -> bool:
         """Most chunks of a chat stream are one choice whose delta is a piece of content
         and nothing else: taken here in a few lookups; False for anything else."""
-        if payload.get("usage") is not None or "error" in payload:
-            return False
-        choices = payload.get("choices")
-        if type(choices) is not list or len(choices) != 1:
-            return False
-        choice = choices[0]
-        if type(choice) is not dict or choice.get("index", 0) not in (0, None):
-            return False
-        delta = choice.get("delta")
-        if type(delta) is not dict or choice.get("finish_reason") is not None:
-            return False
-        content = delta.get("content")
-        if type(content) is not str or len(delta) > 2 or (len(delta) == 2 and "role" not in delta):
+        content = plain_content(payload)
+        if content is None:
             return False
         if not self.text_frozen:
             self.content.append(content)
@@ -231,6 +220,26 @@ class Assembly:
         if index is not None:
             self._by_index[index] = call
         return call
+
+
+def plain_content(payload: Payload) -> str | None:
+    """The content of a chunk that is one choice whose delta is a piece of content and
+    nothing else (a role besides, at most); None for any other chunk."""
+    if payload.get("usage") is not None or "error" in payload:
+        return None
+    choices = payload.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index", 0) not in (0, None):
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict or choice.get("finish_reason") is not None:
+        return None
+    content = delta.get("content")
+    if type(content) is not str or len(delta) > 2 or (len(delta) == 2 and "role" not in delta):
+        return None
+    return content
 
 
 def _first_choices(payload: Payload) -> list[Payload]:
