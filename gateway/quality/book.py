@@ -87,8 +87,8 @@ class QualityBook:
         pair = self._pair(backend, model)
         half_life, window = self.config.half_life_s, self.config.recent_window
         bad: set[str] = set()
+        targets = (pair.signals,) if pair.fresh is None else (pair.signals, pair.fresh)
         for event in events:
-            targets = [pair.signals] if pair.fresh is None else [pair.signals, pair.fresh]
             for signals in targets:
                 rate = signals.get(event.signal)
                 if rate is None:

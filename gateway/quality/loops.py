@@ -55,8 +55,8 @@ def words_of(text: str) -> list[str]:
 def has_repeated_trigram(words: Sequence[str]) -> bool:
     """Some three words in a row occur twice. Without, no unit repeats back to back over
     three words or more, and `find_loop` finds nothing: a cheap test for most answers."""
-    trigrams = list(zip(words, words[1:], words[2:], strict=False))
-    return len(set(trigrams)) < len(trigrams)
+    count = len(words) - 2
+    return count > 1 and len(set(zip(words, words[1:], words[2:], strict=False))) < count
 
 
 def find_loop(words: Sequence[str], *, max_period: int) -> Loop | None:

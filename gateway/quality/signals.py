@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -87,9 +88,37 @@ def event(
     signal: str, bad: bool, detail: str = "", *, stratum: str = "", **extra: float
 ) -> SignalEvent:
     """A signal's event, with its dimension; the detail is kept only when bad."""
+    if not bad and not extra and not stratum:
+        known = _GOOD.get(signal)
+        if known is not None:
+            return known
+    return _new_event(signal, bad, detail, stratum, extra)
+
+
+def _new_event(
+    signal: str, bad: bool, detail: str, stratum: str, extra: dict[str, float]
+) -> SignalEvent:
     dimension: Dimension = "sla" if signal in ("ttft", "tpot") else "fidelity"
     detail = detail if bad else ""
     return SignalEvent(signal, bad, dimension, detail, extra=extra, stratum=stratum)
+
+
+# Events are frozen values: the good verdicts most answers get are built once, not per answer.
+_GOOD: Mapping[str, SignalEvent] = MappingProxyType(
+    {
+        name: _new_event(name, False, "", "", {})
+        for name in (
+            "error",
+            "tool_call_json",
+            "tool_call_name",
+            "tool_call_schema",
+            "finish_reason",
+            "empty_output",
+        )
+    }
+)
+_NO_LOOP = _new_event("repetition", False, "", "", {"share": 0.0})
+_LATIN_ONLY = _new_event("unexpected_script", False, "", "", {"share": 0.0})
 
 
 def error_signal(obs: Observation, params: SignalParams) -> SignalEvent | None:
@@ -238,7 +267,7 @@ def repetition_signal(obs: Observation, params: SignalParams) -> SignalEvent | N
     if len(words) < params.repetition_min_words:
         return None
     if not has_repeated_trigram(words):
-        return event("repetition", False, share=0.0)
+        return _NO_LOOP
     loop = find_loop(words, max_period=params.repetition_max_period_words)
     if loop is None or not _degenerate(loop, params):
         share = loop.share if loop is not None and loop.repeats >= 2 else 0.0
@@ -285,7 +314,7 @@ def unexpected_script_signal(obs: Observation, params: SignalParams) -> SignalEv
     if letters.total < params.script_min_letters:
         return None
     if not letters.other:  # Latin only (the common case): the prompt need not be read
-        return event("unexpected_script", False, share=0.0)
+        return _LATIN_ONLY
     allowed = expected_scripts(obs.prompt_sample)
     unexpected = {name: n for name, n in letters.other.items() if name not in allowed}
     count = sum(unexpected.values())
@@ -305,7 +334,7 @@ def truncation_signal(obs: Observation, params: SignalParams) -> SignalEvent | N
         return None
     ratio = reported / local
     bad = ratio < params.truncation_min_ratio
-    detail = f"reported {reported:,} prompt tokens, counted {local:,}"
+    detail = f"reported {reported:,} prompt tokens, counted {local:,}" if bad else ""
     return event("truncation", bad, detail, ratio=ratio)
 
 
@@ -314,7 +343,7 @@ def max_tokens_hit_signal(obs: Observation, params: SignalParams) -> SignalEvent
     if obs.outcome != "ok" or obs.max_tokens is None or obs.finish_reason is None:
         return None
     hit = obs.finish_reason == "length"
-    detail = f"stopped at max_tokens {obs.max_tokens:,}"
+    detail = f"stopped at max_tokens {obs.max_tokens:,}" if hit else ""
     return event("max_tokens_hit", hit, detail, stratum=max_tokens_stratum(obs))
 
 
@@ -342,8 +371,9 @@ def _over_target(
     if measured_s is None or target_ms is None:
         return None
     measured_ms = measured_s * 1000
-    detail = f"{what} {_ms(measured_ms)} over the {_ms(target_ms)} target"
-    return event(signal, measured_ms > target_ms, detail, ms=measured_ms)
+    bad = measured_ms > target_ms
+    detail = f"{what} {_ms(measured_ms)} over the {_ms(target_ms)} target" if bad else ""
+    return event(signal, bad, detail, ms=measured_ms)
 
 
 def _ms(value: float) -> str:
