@@ -94,7 +94,7 @@ class StreamCollector:
             self._keep_tail(chunk)
             return
         self._buffer += chunk
-        if len(self._buffer) > self._max_bytes:
+        if self._seen > self._max_bytes:  # the buffer holds every byte seen until capped
             self._cap()
 
     def finish(self) -> CollectedResponse:
