@@ -25,9 +25,11 @@ from gateway.quality.response_assembly import Assembly, Payload, plain_content
 
 _CONTENT_KEY = re.compile(rb'"content"[ \t]*:[ \t]*"')
 _DONE_LINES = (b"data: [DONE]", b"data:[DONE]")
-_TEMPLATE_TRIES = 4
-"""Template derivations (a probe parse each) per stream, at most: a stream whose events do
-not share one shape is parsed event by event without spending more."""
+_TEMPLATE_TRIES = 2
+"""Template derivations (a probe parse each) per stream, at most: a stream whose first
+events do not share one shape goes to the one-array parse without spending more."""
+_UNMATCHED_EVENTS = 4
+"""Events parsed one by one, at most, before the first template line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +83,10 @@ def parse_templated(lines: list[bytes], assembly: Assembly) -> bool | None:
         except orjson.JSONDecodeError:
             return None
         steps.append((len(texts), event))
+        if not texts and (not tries or len(steps) > _UNMATCHED_EVENTS):
+            # No two events alike (usage on each, say) or no content yet (tool calls): one
+            # array parse is cheaper than more events parsed one by one.
+            return None
         # An empty content (the role's chunk that opens most streams) makes no template.
         if tries and (template is None or not texts) and _delta_content(event):
             tries -= 1
