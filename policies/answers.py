@@ -6,7 +6,8 @@ aligned with the candidates they were given, plus a reason function and per-cand
 argument columns, and make a `Verdict` or `Score` only when one is looked up by name.
 The pipeline reads the value column directly when the answer is about the very list of
 candidates it passed, so a decision makes no per-candidate answer objects at all; the
-decisions API and the telemetry thread, which read reasons, make them later.
+decisions API, which reads reasons, makes them later; the telemetry thread reads values
+and writes reasons by position (`position`, `reason_at`, `reasons`), making none.
 """
 
 from __future__ import annotations
@@ -41,11 +42,28 @@ class _Columns:
         self._args = args
         self._index: dict[str, int] | None = None
 
-    def _position(self, name: str) -> int:
+    def position(self, name: str) -> int | None:
+        """Where `name` is among the candidates (its last place, should it repeat)."""
         index = self._index
         if index is None:
             index = self._index = {b.name: i for i, b in enumerate(self.candidates)}
-        return index[name]
+        return index.get(name)
+
+    def reasons(self) -> list[str]:
+        """Every candidate's reason, written now."""
+        if not self._args:
+            return [self._why() for _ in self.candidates]
+        return list(map(self._why, *self._args))
+
+    def reason_at(self, i: int) -> str:
+        """The reason for `candidates[i]`, written now."""
+        return self._why(*[column[i] for column in self._args])
+
+    def _position(self, name: str) -> int:
+        i = self.position(name)
+        if i is None:
+            raise KeyError(name)
+        return i
 
     def _reason(self, i: int) -> partial[str]:
         return partial(self._why, *(column[i] for column in self._args))
@@ -57,13 +75,7 @@ class _Columns:
         return len(self.candidates)
 
     def __contains__(self, name: object) -> bool:
-        if not isinstance(name, str):
-            return False
-        try:
-            self._position(name)
-        except KeyError:
-            return False
-        return True
+        return isinstance(name, str) and self.position(name) is not None
 
 
 class Verdicts(_Columns, Mapping[str, Verdict]):

@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from typing import Any, overload
+from typing import Any, NamedTuple, overload
 
 from policies.answers import Scores, Verdicts
 from policies.base import Filter, Picker, Score, Scorer, Verdict
@@ -156,6 +156,12 @@ class CandidateReports(Sequence[CandidateReport]):
         self._answers: tuple[Any, ...] | None = (candidates, filtered, scored, totals)
         self._built: tuple[CandidateReport, ...] | None = None
 
+    def answers(self) -> AnswerTable | None:
+        """The plugins' answers, to read without building reports; None once the reports
+        are built (the answers are let go then: read the reports)."""
+        answers = self._answers
+        return None if answers is None else AnswerTable(*answers)
+
     def reports(self) -> tuple[CandidateReport, ...]:
         built = self._built
         if built is not None:
@@ -209,12 +215,18 @@ def _clamp(score: Score | None) -> Score:
     """The score as reported: `_bounded`, saying so in the reason when it was not in range."""
     if score is None:
         return _NO_SCORE
-    value = score.value
+    if 0.0 <= score.value <= 1.0:
+        return score  # its reason still unwritten
+    return Score(*_clamped(score.value, score.reason))
+
+
+def _clamped(value: float, reason: str) -> tuple[float, str]:
+    """A score's value and reason as reported (see `_clamp`)."""
     if 0.0 <= value <= 1.0:
-        return score
+        return value, reason
     if math.isnan(value):
-        return Score(0.0, f"no score (got NaN: {score.reason})" if score.reason else "no score")
-    return Score(_bounded(value), f"{score.reason} (clamped from {value:g})")
+        return 0.0, f"no score (got NaN: {reason})" if reason else "no score"
+    return _bounded(value), f"{reason} (clamped from {value:g})"
 
 
 def _report(
@@ -242,3 +254,143 @@ def _report(
         dropped_by=dropped_by,
         verdicts=verdicts,
     )
+
+
+class Explained(NamedTuple):
+    """A candidate's report as plain values, every reason written out."""
+
+    backend: str
+    total: float
+    verdicts: list[tuple[str, bool, str]]
+    """(filter, keep, reason), in the order the filters ran, up to the one that dropped it."""
+    scores: list[tuple[str, float, str]]
+    """(scorer, clamped value, reason); none when it was dropped."""
+    dropped_by: str | None
+    drop_reason: str | None
+
+
+class Standing(NamedTuple):
+    """A candidate's outcome as numbers, no reason written: what telemetry compares."""
+
+    backend: str
+    total: float
+    dropped_by: str | None
+    scores: dict[str, float]
+    """Each scorer's clamped value; empty when it was dropped."""
+
+
+class AnswerTable:
+    """The plugins' answers about a decision's candidates, read as `CandidateReports`
+    would report them but without making a report, verdict, score or reason function:
+    the telemetry thread explains every decision, and the objects cost more than the
+    values. Read a plugin at a time, as the pipeline ran them: column answers by position
+    (their reasons written in one go), any other mapping by name."""
+
+    __slots__ = ("_aligned", "candidates", "filtered", "names", "scored", "totals")
+
+    def __init__(
+        self,
+        candidates: Sequence[BackendView],
+        filtered: Sequence[tuple[str, Mapping[str, Verdict]]],
+        scored: Sequence[tuple[str, Mapping[str, Score]]],
+        totals: Mapping[str, float],
+    ) -> None:
+        self.candidates = candidates
+        self.filtered = filtered
+        self.scored = scored
+        self.totals = totals
+        self.names = names = [b.name for b in candidates]
+        # With a name repeated, a column answer's lookup by name finds its last place, so
+        # candidate i's position is i only when names are distinct.
+        self._aligned = len(names) < 2 or len(set(names)) == len(names)
+
+    def explained(self) -> list[Explained]:
+        """Every candidate's report, as `CandidateReports` would have it."""
+        out = []
+        totals = self.totals
+        for i, name in enumerate(self.names):
+            verdicts = []
+            dropped_by = drop_reason = None
+            for plugin, verdicts_of in self.filtered:
+                keep, reason = self._verdict(verdicts_of, i, name)
+                verdicts.append((plugin, keep, reason))
+                if not keep:
+                    dropped_by, drop_reason = plugin, reason if plugin else None
+                    break
+            scores = []
+            if dropped_by is None:
+                for plugin, scores_of in self.scored:
+                    value, reason = self._score(scores_of, i, name)
+                    scores.append((plugin, value, reason))
+            out.append(
+                Explained(name, totals.get(name, 0.0), verdicts, scores, dropped_by, drop_reason)
+            )
+        return out
+
+    def standings(self) -> list[Standing]:
+        """Every candidate's total, dropping filter and clamped scores, no reason written."""
+        out = []
+        totals = self.totals
+        for i, name in enumerate(self.names):
+            dropped_by = None
+            for plugin, verdicts_of in self.filtered:
+                if not self._keep(verdicts_of, i, name):
+                    dropped_by = plugin
+                    break
+            scores = {}
+            if dropped_by is None:
+                for plugin, scores_of in self.scored:
+                    scores[plugin] = self._value(scores_of, i, name)
+            out.append(Standing(name, totals.get(name, 0.0), dropped_by, scores))
+        return out
+
+    def score_reason(self, i: int, plugin: str) -> str:
+        """The reason `plugin` gave for candidate `i` (a survivor), as reported."""
+        answer = next(answer for scorer, answer in reversed(self.scored) if scorer == plugin)
+        return self._score(answer, i, self.names[i])[1]
+
+    def drop_reason(self, i: int) -> str | None:
+        """Why candidate `i` was dropped, as reported (None: it was not)."""
+        for plugin, answer in self.filtered:
+            keep, reason = self._verdict(answer, i, self.names[i])
+            if not keep:
+                return reason if plugin else None
+        return None
+
+    # Exact types, not isinstance: a subclass may answer differently by name, and an
+    # isinstance check of a plain dict against an ABC subclass costs more than the read.
+
+    def _verdict(self, answer: Mapping[str, Verdict], i: int, name: str) -> tuple[bool, str]:
+        if type(answer) is Verdicts:
+            at = i if self._aligned and answer.candidates is self.candidates else None
+            if at is not None or (at := answer.position(name)) is not None:
+                return answer.keep[at], answer.reason_at(at)
+            return _NO_VERDICT.keep, _NO_VERDICT.reason
+        verdict = answer.get(name, _NO_VERDICT)
+        return verdict.keep, verdict.reason
+
+    def _keep(self, answer: Mapping[str, Verdict], i: int, name: str) -> bool:
+        if type(answer) is Verdicts:
+            at = i if self._aligned and answer.candidates is self.candidates else None
+            if at is not None or (at := answer.position(name)) is not None:
+                return answer.keep[at]
+            return _NO_VERDICT.keep
+        return answer.get(name, _NO_VERDICT).keep
+
+    def _score(self, answer: Mapping[str, Score], i: int, name: str) -> tuple[float, str]:
+        if type(answer) is Scores:
+            at = i if self._aligned and answer.candidates is self.candidates else None
+            if at is not None or (at := answer.position(name)) is not None:
+                return _clamped(answer.value[at], answer.reason_at(at))
+            return _NO_SCORE.value, _NO_SCORE.reason
+        score = _clamp(answer.get(name))
+        return score.value, score.reason
+
+    def _value(self, answer: Mapping[str, Score], i: int, name: str) -> float:
+        if type(answer) is Scores:
+            at = i if self._aligned and answer.candidates is self.candidates else None
+            if at is not None or (at := answer.position(name)) is not None:
+                return _bounded(answer.value[at])
+            return _NO_SCORE.value
+        score = answer.get(name)
+        return _NO_SCORE.value if score is None else _bounded(score.value)

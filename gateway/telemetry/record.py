@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from gateway.decisions import DecisionRecord
 from policies.decision import CandidateReport, Decision
+from policies.pipeline import CandidateReports, Standing
 from policies.prices import Prices, TokenUse
 from providers.usage import Usage
 
@@ -168,32 +169,66 @@ def deciding_policy(decision: Decision, weights: Mapping[str, float]) -> Decidin
     chosen = decision.chosen
     if chosen is None:
         return DecidingPolicy("none", "no backend could take the request")
-    reports = {c.backend: c for c in decision.candidates}
-    mine = reports.get(chosen)
+    candidates = decision.candidates
+    # Straight from the plugins' answers while they are kept: the reports' numbers,
+    # without making the reports (and only the one or two reasons used written).
+    answers = candidates.answers() if isinstance(candidates, CandidateReports) else None
+    outcomes: _Outcomes = answers if answers is not None else _Reports(candidates)
+    standings = outcomes.standings()
+    mine = {s.backend: i for i, s in enumerate(standings)}.get(chosen)
     if mine is None:
         return DecidingPolicy(decision.picker, decision.picker_reason)
-    others = [c for c in decision.candidates if c.backend != chosen and c.dropped_by is None]
+    others = [s for s in standings if s.backend != chosen and s.dropped_by is None]
     if not others:
-        return _by_filter(decision.candidates, chosen)
-    rival = max(others, key=lambda c: c.total)
+        return _by_filter(outcomes, standings, chosen)
+    rival = max(others, key=lambda s: s.total).scores
     best, gap = "", 0.0
-    for plugin, score in mine.scores.items():
-        theirs = rival.scores.get(plugin)
-        diff = weights.get(plugin, 1.0) * (score.value - (theirs.value if theirs else 0.0))
+    for plugin, value in standings[mine].scores.items():
+        diff = weights.get(plugin, 1.0) * (value - rival.get(plugin, 0.0))
         if diff > gap:
             best, gap = plugin, diff
     if not best:
         return DecidingPolicy(decision.picker, decision.picker_reason)
-    return DecidingPolicy(best, mine.scores[best].reason)
+    return DecidingPolicy(best, outcomes.score_reason(mine, best))
 
 
-def _by_filter(candidates: Sequence[CandidateReport], chosen: str) -> DecidingPolicy:
+class _Outcomes(Protocol):
+    """What `deciding_policy` reads of a decision's candidates (see `AnswerTable`)."""
+
+    def standings(self) -> list[Standing]: ...
+
+    def score_reason(self, i: int, plugin: str) -> str: ...
+
+    def drop_reason(self, i: int) -> str | None: ...
+
+
+class _Reports:
+    """`_Outcomes` of built reports (a decision read back, or one whose reports were read)."""
+
+    def __init__(self, reports: Sequence[CandidateReport]) -> None:
+        self._reports = reports
+
+    def standings(self) -> list[Standing]:
+        return [
+            Standing(r.backend, r.total, r.dropped_by, {p: s.value for p, s in r.scores.items()})
+            for r in self._reports
+        ]
+
+    def score_reason(self, i: int, plugin: str) -> str:
+        return self._reports[i].scores[plugin].reason
+
+    def drop_reason(self, i: int) -> str | None:
+        return self._reports[i].drop_reason
+
+
+def _by_filter(outcomes: _Outcomes, standings: list[Standing], chosen: str) -> DecidingPolicy:
     dropped: dict[str, int] = {}
     example: dict[str, str] = {}
-    for report in candidates:
-        if report.dropped_by is not None:
-            dropped[report.dropped_by] = dropped.get(report.dropped_by, 0) + 1
-            example.setdefault(report.dropped_by, report.drop_reason or "")
+    for i, standing in enumerate(standings):
+        if standing.dropped_by is not None:
+            dropped[standing.dropped_by] = dropped.get(standing.dropped_by, 0) + 1
+            if standing.dropped_by not in example:
+                example[standing.dropped_by] = outcomes.drop_reason(i) or ""
     if not dropped:
         return DecidingPolicy("only-candidate", f"{chosen} is the route's only backend")
     name = max(dropped, key=lambda k: dropped[k])

@@ -6,8 +6,11 @@ import pytest
 
 from gateway.telemetry.config import PricingConfig
 from gateway.telemetry.record import deciding_policy
+from policies import BackendView
 from providers.usage import Usage
 from tests.gateway.telemetry.builders import decision, record
+from tests.policies.builders import snapshot
+from tests.policies.test_answer_table import CASES, PIPE, with_reports
 
 
 @pytest.mark.parametrize(
@@ -41,6 +44,15 @@ def test_deciding_policy_names_the_filter_that_left_one_survivor() -> None:
 def test_deciding_policy_for_a_single_backend_and_for_none() -> None:
     assert deciding_policy(decision("a", {"a": {"load": 1.0}}), {}).name == "only-candidate"
     assert deciding_policy(decision(None, {}), {}).name == "none"
+
+
+@pytest.mark.parametrize("candidates", CASES)
+@pytest.mark.parametrize("weights", [{}, {"wild": 2.0, "load-scorer": 0.1}])
+def test_deciding_policy_from_answers_as_from_reports(
+    candidates: list[BackendView], weights: dict[str, float]
+) -> None:
+    made = PIPE.decide(snapshot(candidates, session_key="user-1"), candidates, "d")
+    assert deciding_policy(made, weights) == deciding_policy(with_reports(made), weights)
 
 
 def test_tpot_overhead_and_retries() -> None:
