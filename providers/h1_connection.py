@@ -142,22 +142,13 @@ class H1Connection(asyncio.Protocol):
             await self._next_event()
 
     async def readany(self) -> bytes:
-        """What body bytes have come; b"" once the body has ended. (`_next_event` inlined:
-        this runs once per streamed chunk.)"""
+        """What body bytes have come; b"" once the body has ended."""
         while True:
             if self._body:
                 return self._take()
             if self.complete:
                 return b""
-            if self.error is not None:
-                raise self.error
-            self._waiter = waiter = self._loop.create_future()
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-            if self.error is not None and not self._body:
-                raise self.error
+            await self._next_event()
 
     def _take(self) -> bytes:
         body = self._body

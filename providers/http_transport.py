@@ -16,24 +16,24 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Literal, Protocol
+from typing import Protocol
 
 import aiohttp
 import orjson
 
 from providers.base import Deadlines, HealthResult, UpstreamResponse
 from providers.errors import (
-    UpstreamConnectError,
     UpstreamError,
     UpstreamProtocolError,
     UpstreamResponseTooLarge,
     UpstreamStatusError,
     UpstreamTimeout,
 )
-from providers.h1_client import H1ConnectError, H1ConnectTimeout, H1Pool
+from providers.h1_client import H1Pool
 from providers.rate_limits import rate_limit_signal
 from providers.rate_limits import retry_after_s as retry_after_s  # re-exported
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient
+from providers.upstream_errors import UpstreamErrors
 
 _MAX_ERROR_BODY_BYTES = 64 * 1024
 
@@ -228,38 +228,6 @@ class HttpTransport:
         if self._secret and self._secret.encode() in data:
             return data.replace(self._secret.encode(), b"[redacted]")
         return data
-
-
-class UpstreamErrors:
-    """A context that turns a transport exception into the UpstreamError tree for one
-    backend. Stateless, so one per transport serves every request (a class, not
-    `@contextmanager`: it wraps every upstream exchange)."""
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> Literal[False]:
-        if exc is None:
-            return False
-        name = self._name
-        if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
-            connecting = (aiohttp.ConnectionTimeoutError, H1ConnectTimeout)
-            phase = "connect" if isinstance(exc, connecting) else "response"
-            raise UpstreamTimeout(f"backend {name} timed out ({phase})", backend=name) from None
-        if isinstance(exc, (aiohttp.ClientConnectorError, H1ConnectError)):
-            raise UpstreamConnectError(
-                f"cannot connect to backend {name}: {type(exc).__name__}", backend=name
-            ) from None
-        if isinstance(exc, (aiohttp.ClientError, OSError)):
-            raise UpstreamProtocolError(
-                f"backend {name} broke the connection: {type(exc).__name__}", backend=name
-            ) from None
-        return False
 
 
 class HttpStream:
