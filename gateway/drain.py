@@ -14,7 +14,7 @@ import weakref
 from collections.abc import AsyncIterator
 
 from gateway.errors import SwitchyardError
-from providers.base import UpstreamStream
+from providers.base import StreamSink, StreamValve, UpstreamStream, pipeable
 from providers.rate_limits import RateLimitSignal
 
 _CUT = "switchyard: drain deadline passed"
@@ -63,7 +63,8 @@ class Drain:
 
 class _CuttableStream:
     """An upstream stream whose `rest()` raises `ShuttingDown` once cut: at once if it is
-    waiting for the backend (by cancelling its task), else before the next chunk."""
+    waiting for the backend (by cancelling its task), else before the next chunk. Piped,
+    a cut ends the sink with `ShuttingDown` at once."""
 
     def __init__(self, inner: UpstreamStream) -> None:
         self._inner = inner
@@ -74,11 +75,15 @@ class _CuttableStream:
         self._waiting = False
         self._cut = False
         self._done = False
+        self._sink: StreamSink | None = None
 
     def cut(self) -> asyncio.Task[object] | None:
         if self._done or self._cut:
             return None
         self._cut = True
+        if self._sink is not None:
+            self._sink.end(_ended())
+            return self._task
         if self._waiting and self._task is not None:
             self._task.cancel(_CUT)
         return self._task
@@ -108,8 +113,21 @@ class _CuttableStream:
             self._done = True
             await _close_generator(chunks)
 
+    @property
+    def can_pipe(self) -> bool:
+        return pipeable(self._inner) is not None
+
+    def pipe(self, sink: StreamSink) -> StreamValve:
+        inner = pipeable(self._inner)
+        if inner is None:
+            raise TypeError("the watched stream cannot be piped")
+        self._task = asyncio.current_task()
+        self._sink = sink
+        return inner.pipe(sink)
+
     async def aclose(self) -> None:
         self._done = True
+        self._sink = None
         await self._inner.aclose()
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 from providers.cache_breakpoints import CacheBreakpoints
 from providers.rate_limits import RateLimitSignal
@@ -77,6 +77,50 @@ class UpstreamStream(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+class StreamSink(Protocol):
+    """Where a piped stream's remaining bytes go, straight from the upstream connection's
+    callbacks (no task woken per chunk)."""
+
+    def data(self, chunk: bytes) -> None:
+        """The next raw bytes, as they arrived."""
+        ...
+
+    def end(self, error: Exception | None) -> None:
+        """The stream ended (None) or broke: an UpstreamError (a stall, a broken stream, a
+        bound passed), or the gateway's own error when it ends a stream. Called once;
+        nothing comes after it."""
+        ...
+
+
+class StreamValve(Protocol):
+    """Flow control of a piped stream: stop reading the backend while the reader cannot
+    keep up (the stall watchdog does not count that time)."""
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class PipeableStream(UpstreamStream, Protocol):
+    """A stream that can hand its bytes to a `StreamSink` as they arrive instead of being
+    iterated with `rest()` (the plain-HTTP client's uncompressed streams)."""
+
+    @property
+    def can_pipe(self) -> bool: ...
+
+    def pipe(self, sink: StreamSink) -> StreamValve:
+        """From now on, the stream's bytes go to `sink`; only when `can_pipe`, and instead
+        of `rest()`. `aclose()` still ends it."""
+        ...
+
+
+def pipeable(stream: UpstreamStream) -> PipeableStream | None:
+    """`stream` when it can be piped now, else None (iterate `rest()`)."""
+    if getattr(stream, "can_pipe", False):
+        return cast(PipeableStream, stream)
+    return None
 
 
 class Provider(Protocol):

@@ -1,11 +1,12 @@
 """One keep-alive HTTP/1.1 connection of `providers.h1_client`'s pool, and the client's
 errors: the response being read on the connection, event by event from httptools' parser,
-with its body buffered until read (reading pauses above 256 KiB unread)."""
+with its body buffered until read (reading pauses above 256 KiB unread), or handed to a
+`BodySink` as it arrives once the response is piped."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import cast
+from typing import Protocol, cast
 
 import httptools
 
@@ -23,6 +24,18 @@ class H1ConnectTimeout(TimeoutError):
 
 class H1ProtocolError(OSError):
     """The connection broke, or the answer is not HTTP/1.1."""
+
+
+class BodySink(Protocol):
+    """Where a piped response's body goes, from the connection's callbacks."""
+
+    def data(self, chunk: bytes) -> None:
+        """Body bytes as they arrived."""
+        ...
+
+    def end(self, error: BaseException | None) -> None:
+        """The body ended (None) or broke; called once, and nothing comes after it."""
+        ...
 
 
 class H1Connection(asyncio.Protocol):
@@ -53,6 +66,7 @@ class H1Connection(asyncio.Protocol):
         self._body: list[bytes] = []
         self._buffered = 0
         self._paused = False
+        self._sink: BodySink | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's: not a subclass
@@ -76,6 +90,7 @@ class H1Connection(asyncio.Protocol):
         if self.headers_done and self._until_close():
             self.complete = True
             self._wake()
+            self._end_sink(None)
         else:
             self.fail(H1ProtocolError("the connection closed before the response ended"))
 
@@ -100,6 +115,9 @@ class H1Connection(asyncio.Protocol):
         self._wake()
 
     def on_body(self, body: bytes) -> None:
+        if self._sink is not None:
+            self._sink.data(body)
+            return
         self._body.append(body)
         self._buffered += len(body)
         if self._buffered > _READ_HIGH_WATER and not self._paused and self.transport is not None:
@@ -114,11 +132,37 @@ class H1Connection(asyncio.Protocol):
             return
         self.complete = True
         self._wake()
+        self._end_sink(None)
 
     def fail(self, error: BaseException) -> None:
         if self.error is None:
             self.error = error
         self._wake()
+        self._end_sink(self.error)
+
+    def pipe(self, sink: BodySink) -> None:
+        """From now on hand the body to `sink` as it arrives instead of buffering it: what
+        is buffered first, then each piece from the parser's callback, then the end."""
+        if self._body:
+            sink.data(self._take())
+        if self.complete or self.error is not None:
+            sink.end(None if self.complete else self.error)
+            return
+        self._sink = sink
+
+    def pause_reading(self) -> None:
+        """Stop reading the socket (a piped body's reader cannot keep up)."""
+        if self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    def _end_sink(self, error: BaseException | None) -> None:
+        sink, self._sink = self._sink, None
+        if sink is not None:
+            sink.end(error)
 
     def abort(self) -> None:
         """Drop the connection now (a reader waiting on it gets an error)."""

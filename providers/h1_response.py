@@ -8,7 +8,7 @@ import zlib
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING
 
-from providers.h1_connection import H1Connection, H1ProtocolError
+from providers.h1_connection import BodySink, H1Connection, H1ProtocolError
 
 if TYPE_CHECKING:
     from providers.h1_client import H1Pool
@@ -63,6 +63,24 @@ class H1Response:
         if not decoder.eof:
             raise H1ProtocolError("the compressed body ended before its end")
         return tail
+
+    @property
+    def pipeable(self) -> bool:
+        """The body can be piped: it comes as sent (not compressed)."""
+        return not self._encoded
+
+    def pipe(self, sink: BodySink) -> None:
+        """Hand the rest of the body to `sink` as it arrives (`H1Connection.pipe`); only
+        when `pipeable`."""
+        if self._encoded:
+            raise ValueError("a compressed body is read, not piped")
+        self._connection.pipe(sink)
+
+    def pause_reading(self) -> None:
+        self._connection.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._connection.resume_reading()
 
     async def read(self, n: int = -1) -> bytes:
         """The whole body; with n ≥ 0, as aiohttp's reader: what has come (waiting for

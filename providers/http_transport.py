@@ -13,10 +13,9 @@ error status reads (`StatusErrorMapper`) and what a health probe's status means
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from functools import partial
-from typing import Protocol
 
 import aiohttp
 import orjson
@@ -25,11 +24,10 @@ from providers.base import Deadlines, HealthResult, UpstreamResponse
 from providers.errors import (
     UpstreamError,
     UpstreamProtocolError,
-    UpstreamResponseTooLarge,
     UpstreamStatusError,
-    UpstreamTimeout,
 )
 from providers.h1_client import H1Pool
+from providers.http_stream import HttpStream, RawResponse, content_type, too_large
 from providers.rate_limits import rate_limit_signal
 from providers.rate_limits import retry_after_s as retry_after_s  # re-exported
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient
@@ -48,30 +46,7 @@ CREDENTIAL_STATUSES = frozenset({401, 403})
 """The statuses with which a backend refuses the gateway's own key."""
 
 
-class _Body(Protocol):
-    async def readany(self) -> bytes: ...
-    async def read(self, n: int = -1) -> bytes: ...
-    def iter_any(self) -> AsyncIterator[bytes]: ...
-    def at_eof(self) -> bool: ...
-
-
-class _Response(Protocol):
-    """What this module reads of an answer: aiohttp's `ClientResponse` or an `H1Response`."""
-
-    @property
-    def status(self) -> int: ...
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-    @property
-    def content(self) -> _Body: ...
-    @property
-    def content_length(self) -> int | None: ...
-    async def read(self) -> bytes: ...
-    def release(self) -> None: ...
-    def close(self) -> None: ...
-
-
-_Reader = Callable[[_Response], Awaitable[bytes]]
+_Reader = Callable[[RawResponse], Awaitable[bytes]]
 
 
 def backend_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
@@ -142,7 +117,7 @@ class HttpTransport:
         response, answer = await self._exchange(url, body, deadlines, read)
         response.release()
         signal = rate_limit_signal(response.headers)
-        return UpstreamResponse(response.status, _content_type(response), answer, signal)
+        return UpstreamResponse(response.status, content_type(response), answer, signal)
 
     async def open_stream(self, url: str, body: bytes, deadlines: Deadlines) -> HttpStream:
         """POST `body` and wait, within the first-byte deadline, for the first bytes."""
@@ -153,7 +128,12 @@ class HttpTransport:
                 f"backend {self.name} closed the stream before sending data", backend=self.name
             )
         return HttpStream(
-            self, response, first, deadlines.between_chunks_s, deadlines.max_stream_bytes
+            self.name,
+            self._errors,
+            response,
+            first,
+            deadlines.between_chunks_s,
+            deadlines.max_stream_bytes,
         )
 
     async def probe(
@@ -186,7 +166,7 @@ class HttpTransport:
 
     async def _exchange(
         self, url: str, body: bytes, deadlines: Deadlines, read: _Reader
-    ) -> tuple[_Response, bytes]:
+    ) -> tuple[RawResponse, bytes]:
         """POST, check the status and `read`, all within the first-byte deadline; the
         response is closed when any of it fails."""
         with self.map_upstream_errors():
@@ -199,7 +179,7 @@ class HttpTransport:
                     response.close()
                     raise
 
-    async def _post(self, url: str, body: bytes, deadlines: Deadlines) -> _Response:
+    async def _post(self, url: str, body: bytes, deadlines: Deadlines) -> RawResponse:
         # No socket read timeout: aiohttp would re-arm a timer on every read. The first
         # byte is bounded by the caller, the gaps after it by the stream's watchdog.
         if self._h1 is not None and url.startswith("http://"):
@@ -212,7 +192,7 @@ class HttpTransport:
             allow_redirects=False,
         )
 
-    async def _raise_for_status(self, response: _Response) -> None:
+    async def _raise_for_status(self, response: RawResponse) -> None:
         status = response.status
         if status < self._error_from_status:
             return
@@ -230,125 +210,25 @@ class HttpTransport:
         return data
 
 
-class HttpStream:
-    """An upstream stream past its first bytes: the rest as they come, watched for stalls."""
-
-    def __init__(
-        self,
-        transport: HttpTransport,
-        response: _Response,
-        first_chunk: bytes,
-        gap_s: float,
-        max_bytes: int,
-    ) -> None:
-        self._transport = transport
-        self._response = response
-        self._gap_s = gap_s
-        self._max_bytes = max_bytes
-        self.first_chunk = first_chunk
-        self.content_type = _content_type(response)
-        self.rate_limit = rate_limit_signal(response.headers)
-
-    async def rest(self) -> AsyncIterator[bytes]:
-        content = self._response.content
-        watchdog = _StallWatchdog(self._gap_s, self._response.close)
-        size = len(self.first_chunk)
-        try:
-            with self._transport.map_upstream_errors():
-                while True:
-                    watchdog.waiting()
-                    chunk = await content.readany()
-                    watchdog.idle()
-                    if not chunk:
-                        break
-                    size += len(chunk)
-                    if size > self._max_bytes:
-                        self._response.close()
-                        raise _too_large(self._transport.name, "stream", self._max_bytes)
-                    yield chunk
-        except UpstreamError:
-            if not watchdog.fired:
-                raise
-        finally:
-            watchdog.cancel()
-        if watchdog.fired:
-            name = self._transport.name
-            raise UpstreamTimeout(
-                f"backend {name} stalled for {self._gap_s:g}s mid-stream", backend=name
-            )
-
-    async def aclose(self) -> None:
-        # Closing (not releasing) drops the connection, which is what stops an
-        # unfinished generation upstream.
-        if self._response.content.at_eof():
-            self._response.release()
-        else:
-            self._response.close()
-
-
-class _StallWatchdog:
-    """Closes the response if one read waits longer than `gap_s`.
-
-    One timer per stream that re-arms itself only when it fires, instead of a timeout
-    armed and cancelled around every read; time spent waiting for a slow client does not
-    count, only time spent waiting for the backend.
-    """
-
-    def __init__(self, gap_s: float, on_stall: Callable[[], None]) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._gap_s = gap_s
-        self._on_stall = on_stall
-        self._since: float | None = None
-        self.fired = False
-        self._handle = self._loop.call_later(gap_s, self._check)
-
-    def waiting(self) -> None:
-        self._since = self._loop.time()
-
-    def idle(self) -> None:
-        self._since = None
-
-    def cancel(self) -> None:
-        self._handle.cancel()
-
-    def _check(self) -> None:
-        waited = 0.0 if self._since is None else self._loop.time() - self._since
-        if waited >= self._gap_s:
-            self.fired = True
-            self._on_stall()
-            return
-        self._handle = self._loop.call_later(self._gap_s - waited, self._check)
-
-
-async def _whole(response: _Response, *, name: str, max_bytes: int) -> bytes:
+async def _whole(response: RawResponse, *, name: str, max_bytes: int) -> bytes:
     """The whole body, failing as soon as it is known to pass `max_bytes`."""
     length = response.content_length
     if length is not None and length <= max_bytes:
         return await response.read()
     if length is not None:
-        raise _too_large(name, "answer", max_bytes)
+        raise too_large(name, "answer", max_bytes)
     parts: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_any():
         size += len(chunk)
         if size > max_bytes:
-            raise _too_large(name, "answer", max_bytes)
+            raise too_large(name, "answer", max_bytes)
         parts.append(chunk)
     return b"".join(parts)
 
 
-def _too_large(name: str, what: str, max_bytes: int) -> UpstreamResponseTooLarge:
-    return UpstreamResponseTooLarge(
-        f"backend {name}'s {what} passed the limit of {max_bytes} bytes", backend=name
-    )
-
-
-async def _first_bytes(response: _Response) -> bytes:
+async def _first_bytes(response: RawResponse) -> bytes:
     return await response.content.readany()
-
-
-def _content_type(response: _Response) -> str:
-    return response.headers.get("content-type", "application/json")
 
 
 def check_json_answer(response: UpstreamResponse, name: str) -> UpstreamResponse:

@@ -21,10 +21,10 @@ from providers.base import (
     upstream_headers,
 )
 from providers.errors import UpstreamCredentialsRefused, UpstreamError, UpstreamStatusError
+from providers.http_stream import HttpStream
 from providers.http_transport import (
     CREDENTIAL_STATUSES,
     HealthJudge,
-    HttpStream,
     HttpTransport,
     check_json_answer,
     credentials_refused,

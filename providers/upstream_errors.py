@@ -7,7 +7,12 @@ from typing import Literal
 
 import aiohttp
 
-from providers.errors import UpstreamConnectError, UpstreamProtocolError, UpstreamTimeout
+from providers.errors import (
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamTimeout,
+)
 from providers.h1_client import H1ConnectError, H1ConnectTimeout
 
 
@@ -25,19 +30,24 @@ class UpstreamErrors:
         return None
 
     def __exit__(self, kind: object, exc: BaseException | None, trace: object) -> Literal[False]:
-        if exc is None:
-            return False
+        error = None if exc is None else self.mapped(exc)
+        if error is not None:
+            raise error from None
+        return False
+
+    def mapped(self, exc: BaseException) -> UpstreamError | None:
+        """`exc` as an UpstreamError; None when it is not a transport failure."""
         name = self._name
         if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
             connecting = (aiohttp.ConnectionTimeoutError, H1ConnectTimeout)
             phase = "connect" if isinstance(exc, connecting) else "response"
-            raise UpstreamTimeout(f"backend {name} timed out ({phase})", backend=name) from None
+            return UpstreamTimeout(f"backend {name} timed out ({phase})", backend=name)
         if isinstance(exc, (aiohttp.ClientConnectorError, H1ConnectError)):
-            raise UpstreamConnectError(
+            return UpstreamConnectError(
                 f"cannot connect to backend {name}: {type(exc).__name__}", backend=name
-            ) from None
+            )
         if isinstance(exc, (aiohttp.ClientError, OSError)):
-            raise UpstreamProtocolError(
+            return UpstreamProtocolError(
                 f"backend {name} broke the connection: {type(exc).__name__}", backend=name
-            ) from None
-        return False
+            )
+        return None

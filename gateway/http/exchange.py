@@ -67,6 +67,7 @@ class Exchange:
         """The relayed stream ended: done, broken by the backend, or abandoned."""
         lease, outcome = self.lease, self.relayed
         assert lease is not None and outcome is not None
+        outcome.settle()
         usage = outcome.tap.usage()
         first = outcome.first_chunk_at
         decode_s = outcome.last_chunk_at - first if first is not None else None

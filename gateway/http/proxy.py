@@ -34,7 +34,9 @@ from gateway.http.dialect import Dialect, Translation
 from gateway.http.exchange import Exchange
 from gateway.http.ingress import ProxyPath
 from gateway.http.model_rename import renamed_response, served_model, stream_renamer
-from gateway.http.streaming import RelayResponse, StreamOutcome, relay, wait_disconnect
+from gateway.http.relay_response import RelayResponse
+from gateway.http.splice import Splice
+from gateway.http.streaming import RelayState, StreamOutcome, relay, wait_disconnect
 from gateway.http.wire import (
     RequestHeaders,
     UpstreamBodies,
@@ -47,6 +49,7 @@ from gateway.quality.passive import RequestContext, request_context
 from gateway.routing import RequestTraits, RoutePlan
 from gateway.service import Gateway
 from policies.snapshot import Endpoint
+from providers.base import pipeable
 from providers.usage import usage_from_body
 
 logger = logging.getLogger("switchyard")
@@ -238,12 +241,16 @@ async def _open_stream(
     outcome = StreamOutcome(StreamCollector() if exchange.quality is not None else None)
     exchange.relayed = outcome
     rename = stream_renamer(stream.content_type, exchange.route, served_model(record))
-    chunks = relay(stream, deadline, outcome, rename=rename)
+    state = RelayState(deadline, outcome, stream.content_type, rename=rename)
+    # Relayed as it comes, the stream can be spliced: written to the client from the
+    # upstream connection's callbacks (when the server lets the response do it).
+    piped = None if translation.translated else pipeable(stream)
     return RelayResponse(
-        translation.relay(chunks, outcome, record.work.prompt_tokens),
+        translation.relay(relay(stream, state), outcome, record.work.prompt_tokens),
         media_type=translation.stream_media_type(stream.content_type),
         headers=headers,
         on_close=exchange.stream_closed,
+        splice=None if piped is None else Splice(piped, state),
     )
 
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Receive
 
 from gateway.errors import SwitchyardError
 from gateway.http.model_rename import StreamRenamer
@@ -26,19 +24,27 @@ from providers.usage import UsageTap
 
 _DONE = b"data: [DONE]"
 _TAIL_BYTES = 64
+_BATCH_BYTES = 16 * 1024
+"""Chunks held back from the taps at most (then handed over in one piece)."""
 
 
 class StreamOutcome:
-    """What happened to one relayed stream; filled in as it runs."""
+    """What happened to one relayed stream; filled in as it runs.
+
+    The chunks reach the usage and quality taps in batches (`settle`): per chunk, only a
+    count and a list append, so the relay's per-chunk path touches little code.
+    """
 
     __slots__ = (
+        "_held",
+        "_held_bytes",
+        "_tail",
         "chunks",
         "collector",
         "error",
         "first_chunk_at",
         "last_chunk_at",
         "status",
-        "tail",
         "tap",
     )
 
@@ -49,116 +55,134 @@ class StreamOutcome:
         self.last_chunk_at = 0.0
         self.status = "ok"
         self.tap = UsageTap()
+        """The usage of the stream; read after `settle()`."""
         self.collector = collector
-        """Keeps the stream's bytes (bounded) for the quality signals, parsed at the end."""
-        self.tail = b""
-        """The upstream stream's last bytes (at least the last `_TAIL_BYTES`, or all of a
-        shorter stream), to see how it ended."""
+        """Keeps the stream's bytes (bounded) for the quality signals, parsed at the end;
+        read after `settle()`."""
+        self._held: list[bytes] = []
+        self._held_bytes = 0
+        self._tail = b""
 
     def observe(self, chunk: bytes) -> None:
         """One upstream chunk, as the backend sent it, for the usage and quality taps."""
         self.chunks += 1
-        # Most chunks are longer than the tail: keep the chunk itself, no concatenation.
-        self.tail = chunk if len(chunk) >= _TAIL_BYTES else (self.tail + chunk)[-_TAIL_BYTES:]
-        self.tap.feed(chunk)
+        self._held.append(chunk)
+        self._held_bytes += len(chunk)
+        if self._held_bytes >= _BATCH_BYTES:
+            self.settle()
+
+    def settle(self) -> None:
+        """Hand the chunks held so far to the taps."""
+        if not self._held:
+            return
+        held = self._held
+        data = held[0] if len(held) == 1 else b"".join(held)
+        self._held = []
+        self._held_bytes = 0
+        self.tap.feed(data)
         if self.collector is not None:
-            self.collector.feed(chunk)
+            self.collector.feed(data)
+        self._tail = data if len(data) >= _TAIL_BYTES else (self._tail + data)[-_TAIL_BYTES:]
+
+    @property
+    def tail(self) -> bytes:
+        """The upstream stream's last bytes (at least the last `_TAIL_BYTES`, or all of a
+        shorter stream), to see how it ended."""
+        self.settle()
+        return self._tail
 
 
-async def relay(
-    stream: UpstreamStream,
-    deadline: float,
-    outcome: StreamOutcome,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    rename: StreamRenamer | None = None,
-) -> AsyncIterator[bytes]:
-    """Yield the upstream bytes (through `rename`, if given); finish with an error event if
-    the stream breaks."""
+class RelayState:
+    """One relayed stream's bookkeeping, chunk by chunk, for both ways of relaying it: the
+    pulled `relay` and the callback-driven `Splice` (gateway/http/splice.py)."""
+
+    __slots__ = ("_clock", "_deadline", "_is_sse", "_rename", "late", "outcome")
+
+    def __init__(
+        self,
+        deadline: float,
+        outcome: StreamOutcome,
+        content_type: str,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rename: StreamRenamer | None = None,
+    ) -> None:
+        self._deadline = deadline
+        self.outcome = outcome
+        self._is_sse = content_type.startswith("text/event-stream")
+        self._clock = clock
+        self._rename = rename
+        self.late = False
+        """The last chunk came past the request's deadline: relay it, then end."""
+
+    def begin(self, first_chunk: bytes) -> bytes:
+        """The bytes to send for the stream's first chunk."""
+        outcome = self.outcome
+        outcome.first_chunk_at = outcome.last_chunk_at = self._clock()
+        outcome.observe(first_chunk)
+        return first_chunk if self._rename is None else self._rename.feed(first_chunk)
+
+    def chunk(self, chunk: bytes) -> bytes:
+        """The bytes to send for one more chunk; sets `late` past the deadline."""
+        outcome = self.outcome
+        outcome.observe(chunk)
+        outcome.last_chunk_at = now = self._clock()
+        if now > self._deadline:
+            self.late = True
+        return chunk if self._rename is None else self._rename.feed(chunk)
+
+    def overdue(self) -> UpstreamTimeout:
+        # The gateway's own deadline, not the backend's fault: its own code, which the
+        # quality signals do not count as an error of the backend.
+        return UpstreamTimeout(
+            "request exceeded its total deadline mid-stream", code="request_deadline"
+        )
+
+    def held(self) -> bytes:
+        """What the renamer still holds once the backend's stream has ended."""
+        return b"" if self._rename is None else self._rename.flush()
+
+    def check_end(self) -> None:
+        """Raises UpstreamProtocolError when an SSE stream ended without `[DONE]` (or an
+        error event)."""
+        tail = self.outcome.tail
+        ended = _DONE in tail[-_TAIL_BYTES:] or _ends_with_error_event(tail)
+        if self._is_sse and not ended:
+            raise UpstreamProtocolError("backend ended the stream without [DONE]")
+
+    def failed(self, exc: SwitchyardError) -> bytes:
+        """The stream broke: what to send to end it (held bytes, then an error event)."""
+        self.outcome.error = exc
+        self.outcome.status = exc.code or "error"
+        return self.held() + error_event(exc)
+
+
+async def relay(stream: UpstreamStream, state: RelayState) -> AsyncIterator[bytes]:
+    """Yield the upstream bytes (renamed, if the state says so); finish with an error event
+    if the stream breaks."""
     try:
-        outcome.first_chunk_at = outcome.last_chunk_at = clock()
-        outcome.observe(stream.first_chunk)
-        if out := _renamed(stream.first_chunk, rename):
+        if out := state.begin(stream.first_chunk):
             yield out
         async for chunk in stream.rest():
-            outcome.observe(chunk)
-            outcome.last_chunk_at = now = clock()
-            if out := _renamed(chunk, rename):
+            if out := state.chunk(chunk):
                 yield out
-            if now > deadline:
-                # The gateway's own deadline, not the backend's fault: its own code, which
-                # the quality signals do not count as an error of the backend.
-                raise UpstreamTimeout(
-                    "request exceeded its total deadline mid-stream", code="request_deadline"
-                )
-        if rename is not None and (held := rename.flush()):
+            if state.late:
+                raise state.overdue()
+        if held := state.held():
             yield held
-        tail = outcome.tail
-        is_sse = stream.content_type.startswith("text/event-stream")
-        ended = _DONE in tail[-_TAIL_BYTES:] or _ends_with_error_event(tail)
-        if is_sse and not ended:
-            raise UpstreamProtocolError("backend ended the stream without [DONE]")
+        state.check_end()
     except SwitchyardError as exc:
-        outcome.error = exc
-        outcome.status = exc.code or "error"
-        yield (rename.flush() if rename is not None else b"") + error_event(exc)
+        yield state.failed(exc)
     except asyncio.CancelledError:
-        outcome.status = "cancelled"
+        state.outcome.status = "cancelled"
         raise
     finally:
         await stream.aclose()
 
 
-def _renamed(chunk: bytes, rename: StreamRenamer | None) -> bytes:
-    return chunk if rename is None else rename.feed(chunk)
-
-
 def _ends_with_error_event(tail: bytes) -> bool:
     last = tail.rstrip().rsplit(b"\n", 1)[-1]
     return last.startswith(b'data: {"error"')
-
-
-class RelayResponse(Response):
-    """Streams an async byte iterator, then reports back through `on_close`."""
-
-    def __init__(
-        self,
-        chunks: AsyncIterator[bytes],
-        *,
-        media_type: str,
-        headers: dict[str, str],
-        on_close: Callable[[], Any],
-    ) -> None:
-        # Not Response.__init__: with no body it would announce Content-Length: 0.
-        self.status_code = 200
-        self.media_type = media_type
-        self.background = None
-        self.raw_headers = [
-            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
-        ]
-        self.raw_headers.append((b"content-type", media_type.encode("latin-1")))
-        self._chunks = chunks
-        self._on_close = on_close
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # The caller's disconnect watcher cancels this task when the client leaves; the
-        # relay's own `finally` then closes the upstream request.
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": self.status_code,
-                    "headers": self.raw_headers,
-                }
-            )
-            async for chunk in self._chunks:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        finally:
-            aclose = getattr(self._chunks, "aclose", None)
-            if aclose is not None:
-                await aclose()
-            self._on_close()
 
 
 async def wait_disconnect(receive: Receive) -> None:

@@ -1,14 +1,18 @@
-"""How `relay` judges the end of an OpenAI stream: `[DONE]` or the backend's own error
+"""How a relay judges the end of an OpenAI stream: `[DONE]` or the backend's own error
 event ends it cleanly, anything else gets the gateway's error event, whatever the sizes of
-the chunks the end came in."""
+the chunks the end came in; the same whether the stream is pulled (`relay`) or spliced
+(`Splice`, the chunks pushed from callbacks)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
 
-from gateway.http.streaming import StreamOutcome, relay
+from gateway.http.splice import Splice
+from gateway.http.streaming import RelayState, StreamOutcome, relay
+from providers.base import StreamSink, StreamValve
 from providers.rate_limits import RateLimitSignal
 
 EVENT = b'data: {"choices": [{"index": 0, "delta": {"content": "some words here"}}]}\n\n'
@@ -30,13 +34,58 @@ class Stream:
         for chunk in self._rest:
             yield chunk
 
+    @property
+    def can_pipe(self) -> bool:
+        return True
+
+    def pipe(self, sink: StreamSink) -> StreamValve:
+        """Each chunk from its own callback, as a connection's `data_received` would."""
+        loop = asyncio.get_running_loop()
+        for chunk in self._rest:
+            loop.call_soon(sink.data, chunk)
+        loop.call_soon(sink.end, None)
+        return Valve()
+
     async def aclose(self) -> None:
         self.closed = True
 
 
-async def _relayed(stream: Stream) -> tuple[bytes, StreamOutcome]:
+class Valve:
+    def pause(self) -> None:
+        raise AssertionError("the writer never asks to pause")
+
+    def resume(self) -> None:
+        raise AssertionError("the writer never asks to pause")
+
+
+class Body:
+    """A client that takes everything at once."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: bytes) -> bool:
+        self.parts.append(data)
+        return False
+
+    async def writable(self) -> None:
+        return None
+
+
+@pytest.fixture(params=["pulled", "spliced"])
+def way(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def _relayed(stream: Stream, way: str) -> tuple[bytes, StreamOutcome]:
     outcome = StreamOutcome()
-    out = b"".join([chunk async for chunk in relay(stream, float("inf"), outcome)])
+    state = RelayState(float("inf"), outcome, stream.content_type)
+    if way == "pulled":
+        out = b"".join([chunk async for chunk in relay(stream, state)])
+    else:
+        body = Body()
+        await Splice(stream, state).run(body)
+        out = b"".join(body.parts)
     assert stream.closed
     return out, outcome
 
@@ -53,8 +102,10 @@ async def _relayed(stream: Stream) -> tuple[bytes, StreamOutcome]:
     ],
     ids=["done-in-a-long-chunk", "done-alone", "done-in-pieces", "long-error", "one-chunk"],
 )
-async def test_a_stream_that_ends_properly_is_relayed_as_it_came(chunks: tuple[bytes]) -> None:
-    out, outcome = await _relayed(Stream(*chunks))
+async def test_a_stream_that_ends_properly_is_relayed_as_it_came(
+    chunks: tuple[bytes], way: str
+) -> None:
+    out, outcome = await _relayed(Stream(*chunks), way)
     assert out == b"".join(chunks)
     assert (outcome.error, outcome.status, outcome.chunks) == (None, "ok", len(chunks))
 
@@ -65,9 +116,9 @@ async def test_a_stream_that_ends_properly_is_relayed_as_it_came(chunks: tuple[b
     ids=["cut", "first-chunk-only", "events-after-done"],
 )
 async def test_a_stream_that_stops_short_gets_the_gateways_error_event(
-    chunks: tuple[bytes],
+    chunks: tuple[bytes], way: str
 ) -> None:
-    out, outcome = await _relayed(Stream(*chunks))
+    out, outcome = await _relayed(Stream(*chunks), way)
     assert out.startswith(b"".join(chunks))
     assert out[len(b"".join(chunks)) :].startswith(b'data: {"error"')
     assert outcome.error is not None and outcome.status == outcome.error.code

@@ -1,0 +1,64 @@
+"""The response of a relayed stream: its head through ASGI, then its body pulled chunk by
+chunk through ASGI `send`, or spliced (gateway/http/splice.py) when the server allows."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from gateway.http.splice import ClientWriter, Splice
+
+
+class RelayResponse(Response):
+    """Streams an async byte iterator (or its `Splice`), then reports back through
+    `on_close`."""
+
+    def __init__(
+        self,
+        chunks: AsyncIterator[bytes],
+        *,
+        media_type: str,
+        headers: dict[str, str],
+        on_close: Callable[[], Any],
+        splice: Splice | None = None,
+    ) -> None:
+        # Not Response.__init__: with no body it would announce Content-Length: 0.
+        self.status_code = 200
+        self.media_type = media_type
+        self.background = None
+        self.raw_headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()
+        ]
+        self.raw_headers.append((b"content-type", media_type.encode("latin-1")))
+        self._chunks = chunks
+        self._on_close = on_close
+        self._splice = splice
+        """Relays the stream by callbacks instead of iterating `chunks` (which then stays
+        unstarted), when the server lets it write to the client's socket."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # The caller's disconnect watcher cancels this task when the client leaves; the
+        # relay's own `finally` then closes the upstream request.
+        try:
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": self.status_code,
+                    "headers": self.raw_headers,
+                }
+            )
+            writer = None if self._splice is None else ClientWriter.of(send)
+            if self._splice is not None and writer is not None:
+                await self._splice.run(writer)
+            else:
+                async for chunk in self._chunks:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            aclose = getattr(self._chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            self._on_close()

@@ -1,0 +1,168 @@
+"""Relaying a stream by callbacks: each upstream chunk written to the client's socket from
+the upstream connection's data callback, with no task woken and no ASGI `send` per chunk.
+
+The pulled relay (`streaming.relay`) costs a task wake-up, a chain of async generators and
+an ASGI message per chunk: on uvicorn that is more CPU per chunk at one stream than the
+whole relay may cost (docs/benchmarks.md). When the upstream stream can be piped (the
+plain-HTTP client's, uncompressed) and the server is uvicorn's httptools protocol with a
+chunked response, `Splice` writes the chunked framing itself to the connection's transport
+and the response task only waits for the end. Everything else (another server, an HTTP/1.0
+client, a translated client format, an aiohttp or native-provider stream) takes the pulled
+relay; both keep their books through the same `RelayState`.
+
+Flow control: when the client's transport asks writers to pause, the splice pauses reading
+the backend until uvicorn says the client can take more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from starlette.types import Send
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
+from gateway.errors import SwitchyardError
+from gateway.http.streaming import RelayState
+from providers.base import PipeableStream, StreamValve
+from providers.errors import UpstreamProtocolError
+
+
+class BodyWriter(Protocol):
+    """Where a splice writes the response's body."""
+
+    def write(self, data: bytes) -> bool:
+        """Write `data`; True when the client cannot take more now (then stop reading the
+        backend until `writable`)."""
+        ...
+
+    async def writable(self) -> None:
+        """Until the client can take more."""
+        ...
+
+
+class ClientWriter:
+    """Body bytes of a started chunked response, written straight to the client's
+    transport, framed as uvicorn frames them; nothing once the client has gone."""
+
+    __slots__ = ("_cycle", "_flow", "_transport")
+
+    def __init__(self, cycle: RequestResponseCycle) -> None:
+        self._cycle = cycle
+        self._transport = cycle.transport
+        self._flow = cycle.flow
+
+    @classmethod
+    def of(cls, send: Send) -> ClientWriter | None:
+        """The writer under uvicorn's `send` once the response has started chunked; None
+        on any other server or framing (the caller sends through ASGI instead)."""
+        cycle = getattr(send, "__self__", None)
+        if type(cycle) is not RequestResponseCycle:
+            return None
+        started = cycle.response_started and not cycle.response_complete
+        if not started or cycle.chunked_encoding is not True or cycle.disconnected:
+            return None
+        return cls(cycle)
+
+    def write(self, data: bytes) -> bool:
+        if self._cycle.disconnected:
+            return False
+        if data:
+            self._transport.write(b"%x\r\n%b\r\n" % (len(data), data))
+        return bool(self._flow.write_paused)
+
+    async def writable(self) -> None:
+        """Until the client's transport takes writes again."""
+        await self._cycle.flow.drain()
+
+
+class Splice:
+    """Relays one piped stream by callbacks (a `StreamSink`); `run` waits for its end."""
+
+    __slots__ = ("_closed", "_done", "_drain", "_state", "_stream", "_valve", "_writer")
+
+    def __init__(self, stream: PipeableStream, state: RelayState) -> None:
+        self._stream = stream
+        self._state = state
+        self._writer: BodyWriter | None = None
+        self._valve: StreamValve | None = None
+        self._done: asyncio.Future[None] | None = None
+        self._drain: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def run(self, writer: BodyWriter) -> None:
+        """Relay the whole stream through `writer`; returns once it has ended (with the
+        backend's last bytes or an error event written), closing the upstream stream."""
+        self._writer = writer
+        self._done = done = asyncio.get_running_loop().create_future()
+        try:
+            paused = writer.write(self._state.begin(self._stream.first_chunk))
+            self._valve = self._stream.pipe(self)
+            if paused:
+                self._hold()
+            await done
+        except asyncio.CancelledError:
+            self._state.outcome.status = "cancelled"
+            raise
+        finally:
+            self._closed = True
+            if self._drain is not None:
+                self._drain.cancel()
+            await self._stream.aclose()
+
+    def data(self, chunk: bytes) -> None:
+        # Per chunk: kept short, it runs from the upstream connection's callback.
+        if self._closed:
+            return
+        state = self._state
+        writer = self._writer
+        assert writer is not None
+        paused = writer.write(state.chunk(chunk))
+        if state.late:
+            self._fail(state.overdue())
+        elif paused:
+            self._hold()
+
+    def end(self, error: Exception | None) -> None:
+        if self._closed:
+            return
+        if error is not None:
+            self._fail(
+                error
+                if isinstance(error, SwitchyardError)
+                else UpstreamProtocolError(f"the stream broke: {type(error).__name__}")
+            )
+            return
+        state = self._state
+        assert self._writer is not None
+        self._writer.write(state.held())
+        try:
+            state.check_end()
+        except SwitchyardError as exc:
+            self._fail(exc)
+            return
+        self._close()
+
+    def _fail(self, exc: SwitchyardError) -> None:
+        assert self._writer is not None
+        self._writer.write(self._state.failed(exc))
+        self._close()
+
+    def _close(self) -> None:
+        self._closed = True
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def _hold(self) -> None:
+        """Stop reading the backend until the client can take more."""
+        if self._drain is not None or self._valve is None:
+            return
+        self._valve.pause()
+        self._drain = asyncio.ensure_future(self._resume())
+
+    async def _resume(self) -> None:
+        assert self._writer is not None
+        await self._writer.writable()
+        self._drain = None
+        if not self._closed and self._valve is not None:
+            self._valve.resume()
