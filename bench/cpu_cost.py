@@ -34,8 +34,8 @@ import yaml
 
 from bench.cpu_parts import measure
 from bench.load import Pool, Target, request_bytes
-from bench.procs import Server, free_port, pin_self, sample
-from bench.targets import INSTANT, MAIN_BIN, PACED, _ready_or_stopped, start_emulator
+from bench.procs import Server, free_port, install_interrupts, pin_self, sample
+from bench.targets import INSTANT, MAIN_BIN, PACED, Engine, _ready_or_stopped, start_emulator
 from gateway.config import parse_config
 
 SERVER_CPUS = {0}
@@ -171,35 +171,43 @@ async def _phases(
 ) -> dict[str, Any]:
     results: dict[str, dict[str, Cell]] = {}
     names = list(gateways)
-    for stream in (False, True):
-        for concurrency in args.concurrency:
-            phase = f"{'stream' if stream else 'non-stream'} c={concurrency}"
-            cells = results[phase] = {name: Cell() for name in names}
-            engine = PACED if stream else INSTANT
-            requests = _requests(args, stream, concurrency)
-            for round_no in range(args.rounds):
-                order = names[round_no % len(names) :] + names[: round_no % len(names)]
-                for name in order:
-                    server, port = gateways[name][engine.name]
-                    target = Target(name, port, engine.model)
-                    body = request_bytes(target, stream, args.max_tokens)
-                    pool = Pool(target, concurrency)
-                    try:
-                        await pool.run(max(2 * concurrency, 20), concurrency, body, stream)
-                        before = cpu_s(server)
-                        got = await pool.run(requests, concurrency, body, stream)
-                        used = cpu_s(server) - before
-                    finally:
-                        await pool.close()
-                    cell = cells[name]
-                    done = len(got.latencies)
-                    cell.cpu_s += used
-                    cell.requests += done
-                    cell.chunks += got.chunks
-                    cell.errors += got.errors
-                    cell.per_request_us.append(used / max(done, 1) * 1e6)
-            print(f"  {phase}: " + ", ".join(_brief(n, cells[n]) for n in names), flush=True)
+    for phase, stream, engine, concurrency in _phase_list(args.concurrency):
+        cells = results[phase] = {name: Cell() for name in names}
+        requests = _requests(args, stream, concurrency)
+        for round_no in range(args.rounds):
+            order = names[round_no % len(names) :] + names[: round_no % len(names)]
+            for name in order:
+                server, port = gateways[name][engine.name]
+                target = Target(name, port, engine.model)
+                body = request_bytes(target, stream, args.max_tokens)
+                pool = Pool(target, concurrency)
+                try:
+                    await pool.run(max(2 * concurrency, 20), concurrency, body, stream)
+                    before = cpu_s(server)
+                    got = await pool.run(requests, concurrency, body, stream)
+                    used = cpu_s(server) - before
+                finally:
+                    await pool.close()
+                cell = cells[name]
+                done = len(got.latencies)
+                cell.cpu_s += used
+                cell.requests += done
+                cell.chunks += got.chunks
+                cell.errors += got.errors
+                cell.per_request_us.append(used / max(done, 1) * 1e6)
+        print(f"  {phase}: " + ", ".join(_brief(n, cells[n]) for n in names), flush=True)
     return _summary(results, names)
+
+
+def _phase_list(concurrencies: list[int]) -> list[tuple[str, bool, Engine, int]]:
+    """(name, streaming, engine, connections) of each phase: non-streaming and streaming at
+    each concurrency, and at c=1 `stream-burst`, the instant engine's streams (each arrives
+    in one or two reads): what a stream costs beyond its chunks' wake-ups."""
+    phases = [(f"non-stream c={c}", False, INSTANT, c) for c in concurrencies]
+    phases += [(f"stream c={c}", True, PACED, c) for c in concurrencies]
+    if 1 in concurrencies:
+        phases.append(("stream-burst c=1", True, INSTANT, 1))
+    return phases
 
 
 def _requests(args: argparse.Namespace, stream: bool, concurrency: int) -> int:
@@ -217,7 +225,7 @@ def _summary(results: dict[str, dict[str, Cell]], names: list[str]) -> dict[str,
     rows: list[dict[str, Any]] = []
     for phase, cells in results.items():
         stream = phase.startswith("stream")
-        twin = phase.replace("stream", "non-stream", 1) if stream else None
+        twin = "non-stream " + phase.rsplit(" ", 1)[1] if stream else None
         for name in names:
             cell = cells[name]
             per_request = cell.cpu_s / max(cell.requests, 1) * 1e6
@@ -263,8 +271,8 @@ def render(summary: dict[str, Any]) -> str:
         lines += [f"| {name} | {us:.1f} |" for name, us in summary["parts_us"]]
     lines += ["", "Targets (defaults):"]
     for row in rows:
-        if row["variant"] != "defaults":
-            continue
+        if row["variant"] != "defaults" or row["phase"].startswith("stream-burst"):
+            continue  # a burst's chunks come in one read: no target's measure
         if "cpu_us_per_chunk" in row:
             value, what = row["cpu_us_per_chunk"], "per chunk"
         else:
@@ -301,6 +309,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    install_interrupts()
     pin_self(CLIENT_CPUS)
     with tempfile.TemporaryDirectory(prefix="switchyard-cpu-") as tmp:
         print(f"switchyard bench cpu: variants {', '.join(args.variants)}; logs in {tmp}")

@@ -13,13 +13,11 @@ import asyncio
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable from the repo root
@@ -28,7 +26,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable from t
 from bench import tables
 from bench.load import Pool, Target
 from bench.phases import Running, Settings, record_memory, run_all
-from bench.procs import Server, StartError, pin_self
+from bench.procs import Server, StartError, install_interrupts, pin_self
 from bench.report import DIRECT, SWITCHYARD, Phase, verdicts
 from bench.targets import (
     INSTANT,
@@ -170,19 +168,9 @@ def _revision() -> str | None:
     return head + ("+dirty" if diff.returncode != 0 else "")
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
-
-
-def _install_interrupts() -> None:
-    # Explicitly: a shell may start us with SIGINT ignored, and SIGTERM must clean up too.
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    _install_interrupts()
+    install_interrupts()
     phases, rounds = plan(args.quick, args.scale)
     info: dict[str, Any] = {}
     started: list[Server] = []
@@ -195,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = Settings(rounds, args.max_tokens, 20 if args.quick else 200, engine_pids)
         with _event_loop_runner() as runner:
             result["phases"] = runner.run(run_all(phases, running, settings))
-        _install_interrupts()  # closing the loop reset them
+        install_interrupts()  # closing the loop reset them
         record_memory(running, info)
         _mark_unavailable(result["phases"], info)
     except StartError as exc:

@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -233,3 +234,15 @@ def pin_self(cpus: set[int] | None) -> None:
     """Pin the calling process (the load generator) if ``cpus`` exist on this machine."""
     if cpus:
         _pin(os.getpid(), cpus)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def install_interrupts() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt, so a run's `finally` stops its servers.
+    Explicitly: a shell may start a bench with SIGINT ignored, and SIGTERM must clean up
+    too. (Closing an event loop resets them: install again after one.)"""
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)

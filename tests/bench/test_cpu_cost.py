@@ -37,7 +37,8 @@ def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
     summary = json.loads(out.read_text())
     rows = summary["rows"]
     phases = {row["phase"] for row in rows}
-    assert phases == {"non-stream c=1", "non-stream c=4", "stream c=1", "stream c=4"}
+    expected = {"non-stream c=1", "non-stream c=4", "stream c=1", "stream c=4", "stream-burst c=1"}
+    assert phases == expected
     assert {row["variant"] for row in rows} == {"defaults", "all-off", "tcp-pipe"}
     assert all(row["requests"] > 0 and row["errors"] == 0 for row in rows)
     assert all("cpu_us_per_chunk" in row for row in rows if row["phase"].startswith("stream"))
