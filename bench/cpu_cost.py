@@ -32,6 +32,7 @@ from typing import Any
 import uvloop
 import yaml
 
+from bench.chunk_path import relay_parts
 from bench.cpu_parts import measure
 from bench.load import Pool, Target, request_bytes
 from bench.procs import Server, free_port, install_interrupts, pin_self, sample
@@ -136,7 +137,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     ports = {name: port for name, (_, port) in engines.items()}
     gateways: dict[str, dict[str, tuple[Server, int]]] = {}
     try:
-        parts = _parts(ports, args.max_tokens)
+        relayed = await (relay_parts(2_000, 200) if args.quick else relay_parts())
+        parts = _parts(ports, args.max_tokens) + relayed
         for name in args.variants:
             if name in FLOORS:
                 gateways[name] = {e: _floor(name, e, p, workdir) for e, p in ports.items()}

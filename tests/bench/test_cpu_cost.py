@@ -44,4 +44,5 @@ def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
     assert all("cpu_us_per_chunk" in row for row in rows if row["phase"].startswith("stream"))
     names = [name for name, _ in summary["parts_us"]]
     assert "decide: cache-aware profile" in names and "quality: signals" in names
+    assert "relay one SSE chunk, spliced (caches swept first)" in names
     assert all(us > 0 for _, us in summary["parts_us"])
