@@ -17,8 +17,14 @@ from starlette.responses import Response
 
 from gateway.bounds import BoundsConfig
 from gateway.http.responses import error_response, json_response
+from gateway.http.splice import Shape
 from gateway.http.streaming import StreamOutcome
-from gateway.http.translated_relay import ClientEvents, TranslatedStream, relay_translated
+from gateway.http.translated_relay import (
+    ClientEvents,
+    Translated,
+    TranslatedStream,
+    relay_translated,
+)
 from gateway.tenancy.caller import Caller
 from providers.base import UpstreamResponse
 from providers.errors import ApiError
@@ -55,6 +61,10 @@ class Translation(Protocol):
     ) -> AsyncIterator[bytes]:
         """The client's stream for the relayed OpenAI SSE bytes (which end with `[DONE]` or
         the gateway's error event, `outcome.error` set)."""
+        ...
+
+    def shape(self, outcome: StreamOutcome, prompt_tokens: int) -> Shape | None:
+        """The client's format for a spliced stream's OpenAI bytes; None: as they came."""
         ...
 
     def stream_media_type(self, upstream: str) -> str: ...
@@ -97,6 +107,9 @@ class _Verbatim:
     ) -> AsyncIterator[bytes]:
         return chunks
 
+    def shape(self, outcome: StreamOutcome, prompt_tokens: int) -> Shape | None:
+        return None
+
     def stream_media_type(self, upstream: str) -> str:
         return upstream
 
@@ -136,6 +149,9 @@ class TranslatedRequest(Generic[ContextT]):
     ) -> AsyncIterator[bytes]:
         stream = TranslatedStream(self._events(self._context(prompt_tokens)))
         return relay_translated(chunks, outcome, stream)
+
+    def shape(self, outcome: StreamOutcome, prompt_tokens: int) -> Shape | None:
+        return Translated(outcome, TranslatedStream(self._events(self._context(prompt_tokens))))
 
     def stream_media_type(self, upstream: str) -> str:
         return SSE_MEDIA_TYPE

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from typing import Any
 
@@ -242,15 +242,25 @@ async def _open_stream(
     exchange.relayed = outcome
     rename = stream_renamer(stream.content_type, exchange.route, served_model(record))
     state = RelayState(deadline, outcome, stream.content_type, rename=rename)
-    # Relayed as it comes, the stream can be spliced: written to the client from the
-    # upstream connection's callbacks (when the server lets the response do it).
-    piped = None if translation.translated else pipeable(stream)
+    tokens = record.work.prompt_tokens
+
+    def pulled() -> AsyncIterator[bytes]:
+        return translation.relay(relay(stream, state), outcome, tokens)
+
+    # A stream that can be piped is spliced: written to the client from the upstream
+    # connection's callbacks (when the server lets the response do it).
+    piped = pipeable(stream)
+
+    def spliced() -> Splice:
+        assert piped is not None
+        return Splice(piped, state, translation.shape(outcome, tokens))
+
     return RelayResponse(
-        translation.relay(relay(stream, state), outcome, record.work.prompt_tokens),
+        pulled,
         media_type=translation.stream_media_type(stream.content_type),
         headers=headers,
         on_close=exchange.stream_closed,
-        splice=None if piped is None else Splice(piped, state),
+        splice=None if piped is None else spliced,
     )
 
 

@@ -1,5 +1,6 @@
 """The response of a relayed stream: its head through ASGI, then its body pulled chunk by
-chunk through ASGI `send`, or spliced (gateway/http/splice.py) when the server allows."""
+chunk through ASGI `send`, or spliced (gateway/http/splice.py) when the server allows; the
+way not taken is never made."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ class RelayResponse(Response):
 
     def __init__(
         self,
-        chunks: AsyncIterator[bytes],
+        chunks: Callable[[], AsyncIterator[bytes]],
         *,
         media_type: str,
         headers: dict[str, str],
         on_close: Callable[[], Any],
-        splice: Splice | None = None,
+        splice: Callable[[], Splice] | None = None,
     ) -> None:
         # Not Response.__init__: with no body it would announce Content-Length: 0.
         self.status_code = 200
@@ -34,10 +35,12 @@ class RelayResponse(Response):
         ]
         self.raw_headers.append((b"content-type", media_type.encode("latin-1")))
         self._chunks = chunks
+        """The body, pulled: made when the response is sent, unless it is spliced."""
         self._on_close = on_close
         self._splice = splice
-        """Relays the stream by callbacks instead of iterating `chunks` (which then stays
-        unstarted), when the server lets it write to the client's socket."""
+        """The body, spliced (relayed by callbacks), when the server lets the response
+        write to the client's socket."""
+        self._pulled: AsyncIterator[bytes] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # The caller's disconnect watcher cancels this task when the client leaves; the
@@ -52,13 +55,14 @@ class RelayResponse(Response):
             )
             writer = None if self._splice is None else ClientWriter.of(send)
             if self._splice is not None and writer is not None:
-                await self._splice.run(writer)
+                await self._splice().run(writer)
             else:
-                async for chunk in self._chunks:
+                self._pulled = self._chunks()
+                async for chunk in self._pulled:
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
-            aclose = getattr(self._chunks, "aclose", None)
+            aclose = getattr(self._pulled, "aclose", None)
             if aclose is not None:
                 await aclose()
             self._on_close()

@@ -7,8 +7,9 @@ whole relay may cost (docs/benchmarks.md). When the upstream stream can be piped
 plain-HTTP client's, uncompressed) and the server is uvicorn's httptools protocol with a
 chunked response, `Splice` writes the chunked framing itself to the connection's transport
 and the response task only waits for the end. Everything else (another server, an HTTP/1.0
-client, a translated client format, an aiohttp or native-provider stream) takes the pulled
-relay; both keep their books through the same `RelayState`.
+client, an aiohttp or native-provider stream) takes the pulled relay; both keep their books
+through the same `RelayState`. A translating ingress's stream is spliced too, its format's
+events written from the same callback (`Shape`).
 
 Flow control: when the client's transport asks writers to pause, the splice pauses reading
 the backend until uvicorn says the client can take more.
@@ -32,12 +33,32 @@ class BodyWriter(Protocol):
     """Where a splice writes the response's body."""
 
     def write(self, data: bytes) -> bool:
-        """Write `data`; True when the client cannot take more now (then stop reading the
-        backend until `writable`)."""
+        """Write `data` (b"": nothing); True when the client cannot take more now (then stop
+        reading the backend until `writable`)."""
         ...
 
     async def writable(self) -> None:
         """Until the client can take more."""
+        ...
+
+
+class Shape(Protocol):
+    """A client format's bytes for the relayed OpenAI bytes (`translated_relay.Translated`);
+    a splice without one relays the bytes as they came."""
+
+    @property
+    def done(self) -> bool:
+        """The client's stream has ended early (a translation that broke): relay no more."""
+        ...
+
+    def chunk(self, data: bytes) -> bytes: ...
+
+    def end(self) -> bytes:
+        """What closes the client's stream once the backend's ended properly."""
+        ...
+
+    def failed(self, state: RelayState, exc: SwitchyardError) -> bytes:
+        """The relay broke with `exc` (recorded through `state`): what ends the stream."""
         ...
 
 
@@ -79,11 +100,24 @@ class ClientWriter:
 class Splice:
     """Relays one piped stream by callbacks (a `StreamSink`); `run` waits for its end."""
 
-    __slots__ = ("_closed", "_done", "_drain", "_state", "_stream", "_valve", "_writer")
+    __slots__ = (
+        "_closed",
+        "_done",
+        "_drain",
+        "_shape",
+        "_state",
+        "_stream",
+        "_valve",
+        "_writer",
+    )
 
-    def __init__(self, stream: PipeableStream, state: RelayState) -> None:
+    def __init__(
+        self, stream: PipeableStream, state: RelayState, shape: Shape | None = None
+    ) -> None:
         self._stream = stream
         self._state = state
+        self._shape = shape
+        """The client's format; None: OpenAI's own, the bytes as they came."""
         self._writer: BodyWriter | None = None
         self._valve: StreamValve | None = None
         self._done: asyncio.Future[None] | None = None
@@ -96,10 +130,10 @@ class Splice:
         self._writer = writer
         self._done = done = asyncio.get_running_loop().create_future()
         try:
-            paused = writer.write(self._state.begin(self._stream.first_chunk))
-            self._valve = self._stream.pipe(self)
-            if paused:
-                self._hold()
+            if self._relay(self._state.begin(self._stream.first_chunk)):
+                self._valve = self._stream.pipe(self)
+                if not self._closed and self._write(b""):  # b"": is the client paused?
+                    self._hold()
             await done
         except asyncio.CancelledError:
             self._state.outcome.status = "cancelled"
@@ -115,13 +149,17 @@ class Splice:
         if self._closed:
             return
         state = self._state
-        writer = self._writer
-        assert writer is not None
-        paused = writer.write(state.chunk(chunk))
+        out = state.chunk(chunk)
+        if self._shape is not None:
+            if not self._relay(out):
+                return
+        else:  # the usual case, without `_relay`'s calls
+            writer = self._writer
+            assert writer is not None
+            if writer.write(out):
+                self._hold()
         if state.late:
             self._fail(state.overdue())
-        elif paused:
-            self._hold()
 
     def end(self, error: Exception | None) -> None:
         if self._closed:
@@ -134,18 +172,37 @@ class Splice:
             )
             return
         state = self._state
-        assert self._writer is not None
-        self._writer.write(state.held())
+        if not self._relay(state.held()):
+            return
         try:
             state.check_end()
         except SwitchyardError as exc:
             self._fail(exc)
             return
+        if self._shape is not None:
+            self._write(self._shape.end())
         self._close()
 
-    def _fail(self, exc: SwitchyardError) -> None:
+    def _relay(self, data: bytes) -> bool:
+        """Write `data` in the client's format; False when that ended the client's stream."""
+        shape = self._shape
+        if shape is not None:
+            data = shape.chunk(data)
+        paused = self._write(data)
+        if shape is not None and shape.done:
+            self._close()
+            return False
+        if paused:
+            self._hold()
+        return True
+
+    def _write(self, data: bytes) -> bool:
         assert self._writer is not None
-        self._writer.write(self._state.failed(exc))
+        return self._writer.write(data)
+
+    def _fail(self, exc: SwitchyardError) -> None:
+        state = self._state
+        self._write(state.failed(exc) if self._shape is None else self._shape.failed(state, exc))
         self._close()
 
     def _close(self) -> None:
@@ -155,7 +212,7 @@ class Splice:
 
     def _hold(self) -> None:
         """Stop reading the backend until the client can take more."""
-        if self._drain is not None or self._valve is None:
+        if self._drain is not None or self._valve is None or self._closed:
             return
         self._valve.pause()
         self._drain = asyncio.ensure_future(self._resume())

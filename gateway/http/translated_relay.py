@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.http.openai_reply import ChatReply, MessageOut, read_chunk
-from gateway.http.streaming import StreamOutcome
+from gateway.http.streaming import RelayState, StreamOutcome
 from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
 from providers.errors import ApiError, UpstreamError, UpstreamProtocolError
 from providers.usage import Usage
@@ -112,26 +112,59 @@ class TranslatedStream:
         return out
 
 
+class Translated:
+    """A translated stream as the splice's `Shape`: each OpenAI chunk's bytes in the
+    client's format; a translation that breaks, or a stream that ends before its end, ends
+    the client's stream with the format's error (recorded as the relay records its own)."""
+
+    __slots__ = ("_outcome", "_stream", "done")
+
+    def __init__(self, outcome: StreamOutcome, stream: TranslatedStream) -> None:
+        self._outcome = outcome
+        self._stream = stream
+        self.done = False
+
+    def chunk(self, data: bytes) -> bytes:
+        if self.done or not data:
+            return b""
+        stream = self._stream
+        out = stream.feed(data)
+        if stream.failure is not None:
+            self.done = True
+            return out + _broken(self._outcome, stream, stream.failure)
+        return out
+
+    def end(self) -> bytes:
+        if self._stream.finished or self.done:
+            return b""
+        self.done = True
+        early = UpstreamProtocolError("backend ended the stream before its end")
+        return _broken(self._outcome, self._stream, early)
+
+    def failed(self, state: RelayState, exc: ApiError) -> bytes:
+        state.failed(exc)  # the outcome's error; its OpenAI event is not the client's
+        self.done = True
+        return self._stream.fail(exc)
+
+
 async def relay_translated(
     chunks: AsyncIterator[bytes], outcome: StreamOutcome, stream: TranslatedStream
 ) -> AsyncIterator[bytes]:
     """The client's events for the relayed OpenAI bytes. The relay's own closing error event
     (it sets `outcome.error` first) ends the stream as failed; so does a stream this
     translation cannot read or that ends early, which the gateway then ends itself."""
+    shape = Translated(outcome, stream)
     try:
         async for chunk in chunks:
             if outcome.error is not None:
                 yield stream.fail(outcome.error)
                 return
-            out = stream.feed(chunk)
-            if out:
+            if out := shape.chunk(chunk):
                 yield out
-            if stream.failure is not None:
-                yield _broken(outcome, stream, stream.failure)
+            if shape.done:
                 return
-        if not stream.finished:
-            early = UpstreamProtocolError("backend ended the stream before its end")
-            yield _broken(outcome, stream, early)
+        if out := shape.end():
+            yield out
     finally:
         aclose = getattr(chunks, "aclose", None)
         if aclose is not None:

@@ -65,7 +65,8 @@ class Body:
         self.parts: list[bytes] = []
 
     def write(self, data: bytes) -> bool:
-        self.parts.append(data)
+        if data:
+            self.parts.append(data)
         return False
 
     async def writable(self) -> None:

@@ -1,7 +1,7 @@
-"""Splicing: an OpenAI stream relayed through the gateway on uvicorn is written to the
-client from the upstream connection's callbacks; the client gets what the pulled relay
-would give it, a slow client gets all of it, and a client that cannot keep up stops the
-gateway reading the backend until it can."""
+"""Splicing: a stream relayed through the gateway on uvicorn is written to the client from
+the upstream connection's callbacks, in OpenAI's format or translated; the client gets
+what the pulled relay would give it, a slow client gets all of it, and a client that
+cannot keep up stops the gateway reading the backend until it can."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import socket
 from collections.abc import Awaitable
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -56,32 +57,60 @@ def _events(body: bytes) -> list[Any]:
     return out
 
 
+async def _spliced_then_pulled(
+    gw: RunningGateway,
+    spliced: list[Splice],
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    body: dict[str, Any],
+) -> tuple[httpx.Response, httpx.Response]:
+    """The same request's answer spliced, then pulled (the server's writer withheld)."""
+    first = await gw.client.post(path, json=body)
+    assert first.status_code == 200 and len(spliced) == 1
+    monkeypatch.setattr(ClientWriter, "of", classmethod(lambda cls, send: None))
+    second = await gw.client.post(path, json=body)
+    assert second.status_code == 200 and len(spliced) == 1, "pulled this time"
+    return first, second
+
+
 async def test_a_spliced_stream_gives_the_client_what_the_pulled_relay_gives(
     gw: RunningGateway, spliced: list[Splice], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     body = {**CHAT, "max_tokens": 24}
-    first = await gw.client.post("/v1/chat/completions", json=body)
-    assert first.status_code == 200 and len(spliced) == 1
-    monkeypatch.setattr(ClientWriter, "of", classmethod(lambda cls, send: None))
-    second = await gw.client.post("/v1/chat/completions", json=body)
-    assert second.status_code == 200 and len(spliced) == 1, "pulled this time"
+    path = "/v1/chat/completions"
+    first, second = await _spliced_then_pulled(gw, spliced, monkeypatch, path, body)
     events = _events(first.content)
     assert events == _events(second.content)
     assert events[-1] == "[DONE]" and events[-2][1]["completion_tokens"] == 24
     assert first.headers["content-type"] == second.headers["content-type"]
 
 
-async def test_a_translated_stream_is_pulled(gw: RunningGateway, spliced: list[Splice]) -> None:
+def _anthropic_events(body: bytes) -> list[Any]:
+    """Each event's type and what it says, without the message's id."""
+    out: list[Any] = []
+    for frame in body.split(b"\n\n"):
+        if not frame.strip():
+            continue
+        data = orjson.loads(frame.split(b"data: ", 1)[1])
+        data.get("message", {}).pop("id", None)
+        out.append(data)
+    return out
+
+
+async def test_a_translated_stream_is_spliced_and_reads_as_the_pulled_one(
+    gw: RunningGateway, spliced: list[Splice], monkeypatch: pytest.MonkeyPatch
+) -> None:
     body = {
         "model": "default",
-        "max_tokens": 8,
+        "max_tokens": 12,
         "stream": True,
         "messages": [{"role": "user", "content": "hello"}],
     }
-    response = await gw.client.post("/v1/messages", json=body)
-    assert response.status_code == 200
-    assert b"event: message_stop" in response.content
-    assert spliced == []
+    first, second = await _spliced_then_pulled(gw, spliced, monkeypatch, "/v1/messages", body)
+    events = _anthropic_events(first.content)
+    assert events == _anthropic_events(second.content)
+    assert events[-1]["type"] == "message_stop"
+    assert sum(1 for e in events if e["type"] == "content_block_delta") == 12
 
 
 async def test_a_client_that_reads_late_gets_the_whole_stream(
@@ -183,9 +212,10 @@ class SlowClient:
         self._writable.set()
 
     def write(self, data: bytes) -> bool:
-        self.parts.append(data)
-        if len(self.parts) % 2 == 0:
-            self._writable.clear()
+        if data:
+            self.parts.append(data)
+            if len(self.parts) % 2 == 0:
+                self._writable.clear()
         return not self._writable.is_set()
 
     async def writable(self) -> None:
