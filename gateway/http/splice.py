@@ -80,10 +80,13 @@ class ClientWriter:
         cycle = getattr(send, "__self__", None)
         if type(cycle) is not RequestResponseCycle:
             return None
-        started = cycle.response_started and not cycle.response_complete
-        if not started or cycle.chunked_encoding is not True or cycle.disconnected:
+        try:
+            started = cycle.response_started and not cycle.response_complete
+            chunked = cycle.chunked_encoding is True and not cycle.disconnected
+            writer = cls(cycle)
+        except AttributeError:  # another uvicorn's cycle: the ASGI way, then
             return None
-        return cls(cycle)
+        return writer if started and chunked else None
 
     def write(self, data: bytes) -> bool:
         if self._cycle.disconnected:
