@@ -59,7 +59,8 @@ FLOORS = {"tcp-pipe": "floor_pipe", "asgi-relay": "floor_relay"}
 """Not gateways, measured the same way: `tcp-pipe` (`bench.floor_pipe`), a bare byte pipe
 on uvloop, the floor under any Python relay (event loop and kernel per read and write);
 `asgi-relay` (`bench.floor_relay`), uvicorn and the lean upstream client relaying each
-request and nothing else, the floor under a relay on the gateway's own stack."""
+request and nothing else, the floor under a pulled relay (a task and an ASGI `send` per
+chunk) on the gateway's own stack."""
 TARGETS = {"per request": 400.0, "per chunk": 20.0}
 
 

@@ -1,5 +1,6 @@
-"""The floor under a relay on the gateway's own stack: uvicorn and the lean upstream client,
-and nothing else.
+"""The floor under a pulled relay on the gateway's own stack: uvicorn and the lean upstream
+client, and nothing else (each chunk read by the response's task and sent through ASGI;
+the gateway splices its streams instead, `gateway/http/splice.py`).
 
 Usage:
     python -m bench.floor_relay LISTEN_PORT UPSTREAM_PORT
