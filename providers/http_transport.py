@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
 from functools import partial
 
 import aiohttp
@@ -239,12 +238,16 @@ def check_json_answer(response: UpstreamResponse, name: str) -> UpstreamResponse
     if response.status >= 300:
         return response
     try:
-        return replace(response, document=orjson.loads(response.body))
+        document = orjson.loads(response.body)
     except orjson.JSONDecodeError:
         raise UpstreamProtocolError(
             f"backend {name} answered {response.status} with a body that is not JSON",
             backend=name,
         ) from None
+    # Made directly: `dataclasses.replace` introspects the fields on every call.
+    return UpstreamResponse(
+        response.status, response.content_type, response.body, response.rate_limit, document
+    )
 
 
 def credentials_refused(status: int) -> HealthResult:
