@@ -1,12 +1,13 @@
 """Finished requests, handed to the telemetry sinks by one background thread.
 
-The request path only appends a `RequestRecord` to a bounded deque (no lock, no wake-up:
-a Condition.notify per request cost more than the rest of the logging). The thread drains
-it a few times a second and gives each record to every sink: the access log, Prometheus,
-the dashboard's series, the store. When the queue is full the record is dropped and
-counted, never waited for; a sink that fails is logged and the others still run. Sinks
-that batch (the access log's writes, Prometheus's counts) are flushed after each batch of
-at most `_MAX_BATCH` records, before the batch counts as consumed.
+The request path only appends a `RequestRecord` to a bounded deque (no lock; a wake-up
+only for the first record after a drain: a Condition.notify per request cost more than the
+rest of the logging). Woken, the thread waits `_DRAIN_INTERVAL_S` for a batch to gather,
+then gives each record to every sink: the access log, Prometheus, the dashboard's series,
+the store; an idle gateway's thread sleeps. When the queue is full the record is dropped
+and counted, never waited for; a sink that fails is logged and the others still run.
+Sinks that batch (the access log's writes, Prometheus's counts) are flushed after each
+batch of at most `_MAX_BATCH` records, before the batch counts as consumed.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from gateway.telemetry.record import RequestRecord
 logger = logging.getLogger("switchyard.telemetry")
 
 _DRAIN_INTERVAL_S = 0.05
+_IDLE_WAIT_S = 1.0
+"""The longest the thread sleeps without being woken (a bound, should a wake-up be missed)."""
 _MAX_BATCH = 1024
 """Records handed over between two flushes: what a batching sink may hold back."""
 
@@ -50,6 +53,8 @@ class TelemetryPipe:
         self._sinks: list[Sink] = []
         self._batching: list[BatchingSink] = []
         self._stop = threading.Event()
+        self._work = threading.Event()
+        """Set by the first record after a drain."""
         self._thread: threading.Thread | None = None
         self.dropped = 0
         self.consumed = 0
@@ -73,12 +78,16 @@ class TelemetryPipe:
         if len(self._queue) >= self._max_queued:
             self.dropped += 1
             return
-        self._queue.append(record)
+        queue = self._queue
+        queue.append(record)
+        if len(queue) == 1:  # the first since the thread last found the queue empty
+            self._work.set()
 
     def stop(self, timeout_s: float = 2.0) -> None:
         if self._thread is None:
             return
         self._stop.set()
+        self._work.set()
         self._thread.join(timeout_s)
         self._thread = None
 
@@ -115,7 +124,11 @@ class TelemetryPipe:
         self.failures[sink.name] = self.failures.get(sink.name, 0) + 1
 
     def _run(self) -> None:
-        while not self._stop.wait(_DRAIN_INTERVAL_S):
+        while not self._stop.is_set():
+            self._work.wait(_IDLE_WAIT_S)
+            self._work.clear()
+            if self._stop.wait(_DRAIN_INTERVAL_S):  # a batch gathers meanwhile
+                break
             started = time.thread_time()
             self.drain()
             self.cpu_s += time.thread_time() - started
