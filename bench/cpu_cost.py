@@ -16,14 +16,19 @@ at that concurrency) ÷ SSE chunks relayed. `tcp-pipe` and `asgi-relay`, measure
 way, are no gateways but floors: a bare byte pipe (bench/floor_pipe.py), and uvicorn with the
 lean upstream client relaying and nothing else (bench/floor_relay.py). Gateways run at the
 default log level, so the access log writes its line per request as it does for a user.
+First, with no traffic, each server idles in turns (10 s a turn; 2 s with --quick): its
+CPU and wake-ups a second (all threads' run time from /proc/PID/task/*/schedstat), what its
+background timers cost and what a slow stream pays between tokens.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import sys
 import tempfile
+import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +40,7 @@ import yaml
 from bench.chunk_path import relay_parts
 from bench.cpu_parts import measure
 from bench.load import Pool, Target, request_bytes
-from bench.procs import Server, free_port, install_interrupts, pin_self, sample
+from bench.procs import Server, free_port, install_interrupts, pin_self, sample, thread_run_s
 from bench.targets import INSTANT, MAIN_BIN, PACED, Engine, _ready_or_stopped, start_emulator
 from gateway.config import parse_config
 
@@ -152,7 +157,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             server = Server(name, argv, workdir / f"{name}.log", cpus=SERVER_CPUS)
             gateways[name] = {engine: (server, port) for engine in ports}
             _ready_or_stopped(server, f"http://127.0.0.1:{port}/healthz", timeout_s=60)
-        return await _phases(args, gateways) | {"parts_us": parts}
+        idle = await _idle(args, gateways)
+        return await _phases(args, gateways) | {"parts_us": parts, "idle": idle}
     finally:
         for server, _ in {s for by_engine in gateways.values() for s in by_engine.values()}:
             server.stop()
@@ -200,6 +206,35 @@ async def _phases(
                 cell.per_request_us.append(used / max(done, 1) * 1e6)
         print(f"  {phase}: " + ", ".join(_brief(n, cells[n]) for n in names), flush=True)
     return _summary(results, names)
+
+
+async def _idle(
+    args: argparse.Namespace, gateways: dict[str, dict[str, tuple[Server, int]]]
+) -> list[dict[str, Any]]:
+    """Each server's CPU a second and wake-ups a second with no traffic, in turns: what
+    background timers cost (and what a slow stream pays between its tokens)."""
+    servers = {name: by_engine[INSTANT.name][0] for name, by_engine in gateways.items()}
+    totals = {name: [0.0, 0, 0.0] for name in servers}
+    seconds = 2.0 if args.quick else 10.0
+    for _ in range(args.rounds):
+        for name, server in servers.items():
+            cpu0, wakes0 = thread_run_s(server.pid)
+            started = time.monotonic()
+            await asyncio.sleep(seconds)
+            cpu1, wakes1 = thread_run_s(server.pid)
+            total = totals[name]
+            total[0] += cpu1 - cpu0
+            total[1] += wakes1 - wakes0
+            total[2] += time.monotonic() - started
+    print("  idle: " + ", ".join(f"{n} {t[0] / t[2] * 1e3:.2f} ms/s" for n, t in totals.items()))
+    return [
+        {
+            "variant": name,
+            "cpu_ms_per_s": round(cpu / wall * 1e3, 3),
+            "wakes_per_s": round(wakes / wall, 1),
+        }
+        for name, (cpu, wakes, wall) in totals.items()
+    ]
 
 
 def _phase_list(concurrencies: list[int]) -> list[tuple[str, bool, Engine, int]]:
@@ -269,6 +304,13 @@ def render(summary: dict[str, Any]) -> str:
             f"| {row['phase']} | {row['variant']} | {row['requests']} | {row['errors']} | "
             f"{row['cpu_us_per_request']:.0f} | {chunk} | {delta} |"
         )
+    if summary.get("idle"):
+        lines += ["", "| idle (no traffic), variant | CPU ms a second | wake-ups a second |"]
+        lines += ["|---|---:|---:|"]
+        lines += [
+            f"| {row['variant']} | {row['cpu_ms_per_s']:.2f} | {row['wakes_per_s']:.1f} |"
+            for row in summary["idle"]
+        ]
     if summary.get("parts_us"):
         lines += ["", "| part, alone in-process | µs per call |", "|---|---:|"]
         lines += [f"| {name} | {us:.1f} |" for name, us in summary["parts_us"]]

@@ -20,8 +20,7 @@ import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-import uvicorn
-
+from gateway.http.server import run as serve_one
 from providers.h1_client import H1Pool
 
 Scope = MutableMapping[str, Any]
@@ -91,16 +90,16 @@ async def _answer(send: Send, status: int, kind: bytes, body: bytes) -> None:
 
 def main(argv: list[str]) -> int:
     listen, upstream = int(argv[0]), int(argv[1])
-    uvicorn.run(
-        Relay(upstream),
-        host="127.0.0.1",
-        port=listen,
-        loop="uvloop",
-        http="httptools",
-        lifespan="on",
-        access_log=False,
-        log_level="warning",
-    )
+    options: dict[str, object] = {
+        "host": "127.0.0.1",
+        "port": listen,
+        "loop": "uvloop",
+        "http": "httptools",
+        "lifespan": "on",
+        "access_log": False,
+        "log_level": "warning",
+    }
+    serve_one(Relay(upstream), options)  # the gateway's server: uvicorn ticking once a second
     return 0
 
 

@@ -33,9 +33,8 @@ def _load(path: str | None) -> Config:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from gateway.http.app import create_app
+    from gateway.http.server import run as serve_one
     from gateway.store import resolve_url
     from gateway.tenancy.wiring import check_exposure, read_settings
     from gateway.workers import prepare_metrics_dir, prepare_workers, serve_workers
@@ -65,7 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
             serve_workers(args.workers, common)
         else:
             reload_from = functools.partial(_reread, config_path, args.access_log)
-            uvicorn.run(create_app(config, reload_from=reload_from, signals=True), **common)
+            serve_one(create_app(config, reload_from=reload_from, signals=True), common)
     finally:
         cleanup()
     return 0

@@ -37,7 +37,7 @@ from gateway.quality.shared import QualityShare
 from gateway.reload_plan import ConfigChanges, kept_cache_groups
 from gateway.routing import Router
 from gateway.spend_wiring import account_spend
-from gateway.tasks import start_task
+from gateway.tasks import sleep_to_beat, start_task
 from gateway.telemetry.wiring import Telemetry, build_telemetry, start_telemetry, stop_telemetry
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.wiring import Tenancy, open_tenancy, start_tenancy
@@ -284,7 +284,7 @@ async def _start_loops(gateway: Gateway, stack: AsyncExitStack) -> None:
 async def _refresh_quality(book: QualityBook) -> None:
     """Back-offs end, evidence decays and history is sampled even without traffic."""
     while True:
-        await asyncio.sleep(1.0)
+        await sleep_to_beat(1.0)
         try:
             book.refresh()
         except Exception:  # scores are optional; the loop must outlive a bug
@@ -334,4 +334,4 @@ async def _probe_forever(gateway: Gateway) -> None:
     while True:
         if gateway.may_probe():
             await probe_once(gateway)
-        await asyncio.sleep(interval)
+        await sleep_to_beat(interval)

@@ -30,7 +30,7 @@ from gateway.quality.passive import QualityRecorder, request_context
 from gateway.quality.peers import PEER_RELATIVE
 from gateway.quality.probe_budget import ProbeBudget
 from gateway.quality.signals import SignalParams
-from gateway.tasks import cancel_and_wait
+from gateway.tasks import cancel_and_wait, sleep_to_beat
 from providers.base import Deadlines, Provider, UpstreamRequest
 from providers.errors import UpstreamError
 
@@ -122,7 +122,7 @@ class SuspectProber:
     async def _forever(self, gate: Callable[[], bool]) -> None:
         tick = min(self._configs[b].suspect_interval_s for b, _ in self._targets)
         while True:
-            await asyncio.sleep(tick)
+            await sleep_to_beat(tick)
             try:
                 if gate():
                     await self.run_once()

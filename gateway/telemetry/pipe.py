@@ -24,8 +24,9 @@ from gateway.telemetry.record import RequestRecord
 logger = logging.getLogger("switchyard.telemetry")
 
 _DRAIN_INTERVAL_S = 0.05
-_IDLE_WAIT_S = 1.0
-"""The longest the thread sleeps without being woken (a bound, should a wake-up be missed)."""
+_IDLE_WAIT_S = 5.0
+"""The longest the thread sleeps without being woken (a bound, should a wake-up be missed);
+a timeout with nothing queued goes back to sleep at once."""
 _MAX_BATCH = 1024
 """Records handed over between two flushes: what a batching sink may hold back."""
 
@@ -125,7 +126,9 @@ class TelemetryPipe:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self._work.wait(_IDLE_WAIT_S)
+            woken = self._work.wait(_IDLE_WAIT_S)
+            if not woken and not self._queue:
+                continue
             self._work.clear()
             if self._stop.wait(_DRAIN_INTERVAL_S):  # a batch gathers meanwhile
                 break

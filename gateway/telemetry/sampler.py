@@ -3,7 +3,6 @@ results handed to the store. Runs on the event loop, off the request path."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import socket
@@ -16,6 +15,7 @@ from gateway.fleet.state import FleetState
 from gateway.quality.audit import stored_reason
 from gateway.quality.book import QualityBook
 from gateway.quality.prober import Prober
+from gateway.tasks import sleep_to_beat
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.pipe import TelemetryPipe
 from gateway.telemetry.store_sink import RowWriter
@@ -67,7 +67,7 @@ class Sampler:
 
     async def run(self, interval_s: float = 1.0) -> None:
         while True:
-            await asyncio.sleep(interval_s)
+            await sleep_to_beat(interval_s)
             try:
                 self.tick()
             except Exception:  # telemetry is optional; the loop must outlive a bug

@@ -5,13 +5,15 @@ cost nothing) and hands a `Spend` to `record`, which only appends it to a bounde
 task on the event loop drains the queue every `budgets.flush_ms` and adds the amounts to
 the counters of the window in which each request finished.
 
-Without Redis the counters are this process's. With Redis they are shared: amounts go
-out in one pipelined INCRBYFLOAT per flush, and admission reads a local cache of the
-totals that a refresh re-reads every `budgets.refresh_ms`; only a counter missing from
-the cache (a key's first request here) costs the request one bounded Redis read. When
-Redis fails or is slow, the last totals read plus this process's own spend since then are
-used, the amounts wait to be added once Redis answers (for `retry_redis_s` it is not
-asked), and the outage and the recovery are logged once each.
+Without Redis the counters are this process's, and the task sleeps until a spend is
+queued (`on_queued`): an idle gateway does not wake four times a second for nothing.
+With Redis they are shared: amounts go out in one pipelined INCRBYFLOAT per flush, and
+admission reads a local cache of the totals that a refresh re-reads every
+`budgets.refresh_ms`; only a counter missing from the cache (a key's first request here)
+costs the request one bounded Redis read. When Redis fails or is slow, the last totals
+read plus this process's own spend since then are used, the amounts wait to be added once
+Redis answers (for `retry_redis_s` it is not asked), and the outage and the recovery are
+logged once each.
 """
 
 from __future__ import annotations
@@ -75,10 +77,21 @@ class SpendLedger:
         self._redis_up: bool | None = None
         self.dropped = 0
         self.fallbacks = 0
+        self._wake: Callable[[], object] | None = None
+        self._woken = False
+        """A spend was queued since the last drain and `_wake` was called for it."""
 
     @property
     def shared(self) -> bool:
         return self._redis is not None
+
+    def on_queued(self, wake: Callable[[], object]) -> None:
+        """Call `wake` (from the recording thread) for the first spend queued after each
+        drain; at once if spend is already waiting."""
+        self._wake = wake
+        if self._queue:
+            self._woken = True
+            wake()
 
     def record(self, spend: Spend) -> None:
         """Queue a finished request's spend (any thread; never blocks)."""
@@ -86,6 +99,11 @@ class SpendLedger:
             self.dropped += 1
             return
         self._queue.append(spend)
+        if not self._woken and self._wake is not None:
+            # Set before the drain empties the queue, cleared before it does: a spend
+            # queued meanwhile calls `wake` again (a spare wake, never a lost spend).
+            self._woken = True
+            self._wake()
 
     def record_request(
         self, key_id: str | None, team: str | None, route: str, cost_usd: float, at_s: float
@@ -179,6 +197,7 @@ class SpendLedger:
                 await self._redis.close()
 
     def _drain(self) -> list[Spend]:
+        self._woken = False
         spends: list[Spend] = []
         totals = self._local if self._redis is None else self._pending
         while self._queue:

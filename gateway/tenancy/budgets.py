@@ -194,11 +194,23 @@ class Budgets:
         raise check.refusal()
 
     async def run(self) -> None:
-        """Count spend every `flush_ms` and re-read shared totals every `refresh_ms`."""
+        """Count spend every `flush_ms` and re-read shared totals every `refresh_ms`.
+
+        With nothing shared to re-read (no Redis) and no route budget to sample, a turn
+        waits for spend to count: the first spend queued wakes it, the turn then counts
+        what `flush_ms` gathered."""
         flush_s = self._config.flush_ms / 1000.0
         refresh_s = self._config.refresh_ms / 1000.0
         next_refresh = 0.0
+        queued: asyncio.Event | None = None
+        if not self.ledger.shared and not self._config.routes:
+            loop = asyncio.get_running_loop()
+            queued = asyncio.Event()
+            self.ledger.on_queued(lambda: loop.call_soon_threadsafe(queued.set))
         while True:
+            if queued is not None:
+                await queued.wait()
+                queued.clear()
             await asyncio.sleep(flush_s)
             try:
                 next_refresh = await self._turn(next_refresh, refresh_s)

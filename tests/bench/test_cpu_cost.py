@@ -46,3 +46,7 @@ def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
     assert "decide: cache-aware profile" in names and "quality: signals" in names
     assert "relay one SSE chunk, spliced (caches swept first)" in names
     assert all(us > 0 for _, us in summary["parts_us"])
+    idle = {row["variant"]: row for row in summary["idle"]}
+    assert set(idle) == {"defaults", "all-off", "tcp-pipe"}
+    assert all(row["cpu_ms_per_s"] >= 0 and row["wakes_per_s"] >= 0 for row in idle.values())
+    assert idle["defaults"]["wakes_per_s"] > 0  # its once-a-second beat at least

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +15,7 @@ from gateway.tenancy.budget_ledger import Spend, SpendLedger
 from gateway.tenancy.budgets import BudgetExhausted, Budgets
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.config import BudgetsConfig
-from tests.conftest import make_config, parsed
+from tests.conftest import eventually, make_config, parsed
 
 NOON = datetime(2026, 12, 4, 12, 0, tzinfo=UTC).timestamp()
 MIDNIGHT = datetime(2026, 12, 5, tzinfo=UTC).timestamp()
@@ -156,6 +159,61 @@ async def test_the_queue_is_bounded_and_windows_that_ended_are_forgotten() -> No
         "resets": "2026-12-06T00:00:00Z",
     }
     assert report["key_b1"]["month"]["spent_usd"] == pytest.approx(0.2)
+
+
+async def _drained(ledger: SpendLedger) -> bool:
+    return ledger.status()["queued"] == 0
+
+
+class CountingLedger(SpendLedger):
+    """Counts the accounting task's turns."""
+
+    turns = 0
+
+    async def flush(self) -> list[Spend]:
+        self.turns += 1
+        return await super().flush()
+
+
+async def test_in_process_accounting_sleeps_until_spend_is_queued_from_another_thread() -> None:
+    clock = FakeClock()
+    settings = BudgetsConfig.model_validate({"flush_ms": 5})
+    ledger = CountingLedger(settings, clock=clock)
+    book = Budgets(settings, ledger, clock=clock)
+    task = asyncio.create_task(book.run())
+    try:
+        await asyncio.sleep(0.1)  # 20 flush periods with nothing queued: no turn
+        assert ledger.turns == 0
+        for _ in range(2):  # a spend from the telemetry thread wakes the task, each time
+            thread = threading.Thread(
+                target=ledger.record, args=(Spend("key_b1", None, "default", 0.25, NOON),)
+            )
+            thread.start()
+            thread.join()
+            await eventually(lambda: _drained(ledger), "the spend counted")
+        report = await book.key_spend([("key_b1", 1.0, None)])
+        assert report["key_b1"]["day"]["spent_usd"] == pytest.approx(0.5)
+        assert 1 <= ledger.turns <= 2
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_spend_queued_before_the_task_starts_is_counted() -> None:
+    clock = FakeClock()
+    settings = BudgetsConfig.model_validate({"flush_ms": 5})
+    book = Budgets(settings, SpendLedger(settings, clock=clock), clock=clock)
+    book.ledger.record(Spend("key_b1", None, "default", 0.5, NOON))
+    task = asyncio.create_task(book.run())
+    try:
+        await eventually(lambda: _drained(book.ledger), "the spend counted")
+        report = await book.key_spend([("key_b1", 1.0, None)])
+        assert report["key_b1"]["day"]["spent_usd"] == pytest.approx(0.5)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 @pytest.mark.parametrize(

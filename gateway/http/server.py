@@ -1,0 +1,85 @@
+"""uvicorn's server with a one-second tick: an idle gateway sleeps instead of polling.
+
+uvicorn's main loop wakes ten times a second, to refresh the `date` header (once a second)
+and to see whether a signal asked it to stop. On this project's shared VMs a wake from idle
+costs ~0.2 ms of CPU (caches and the vCPU cold again), so those wakes were most of an idle
+gateway's CPU and part of every slow stream's per-chunk cost (a token every few
+milliseconds leaves the process idle in between). `QuietServer` ticks once a second, on
+the beat the gateway's other one-second loops keep (`gateway.tasks.sleep_to_beat`), which
+keeps the header's one-second resolution, and is woken at once when `should_exit` is set,
+so stopping is as quick as before.
+
+`serve` runs one process on it; `--workers` N keeps uvicorn's own server in each worker
+(its supervisor builds them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+
+import uvicorn
+from uvicorn.config import STARTUP_FAILURE
+
+from gateway.tasks import beat_delay
+
+TICK_S = 1.0
+"""Between two of uvicorn's ticks (the date header, the request limit, the exit check)."""
+
+
+class QuietServer(uvicorn.Server):
+    """`uvicorn.Server`, ticking every `TICK_S` and woken early by `should_exit`."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._exit = False
+        super().__init__(config)
+
+    @property
+    def should_exit(self) -> bool:
+        return self._exit
+
+    @should_exit.setter
+    def should_exit(self, value: bool) -> None:
+        # Set by uvicorn's signal handler (or a test): wake the main loop now, not at the
+        # next tick. call_soon_threadsafe also wakes a loop blocked in its poll.
+        self._exit = value
+        loop, waiter = self._loop, self._waiter
+        if value and loop is not None and waiter is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(_release, waiter)
+
+    async def main_loop(self) -> None:
+        self._loop = loop = asyncio.get_running_loop()
+        counter = 0
+        try:
+            while not await self.on_tick(counter):
+                # on_tick refreshes the date header when counter % 10 == 0: every tick here.
+                counter = (counter + 10) % 864_000
+                self._waiter = waiter = loop.create_future()
+                if self._exit:  # set between the check above and the waiter
+                    break
+                timer = loop.call_later(beat_delay(loop.time(), TICK_S), _release, waiter)
+                try:
+                    await waiter
+                finally:
+                    timer.cancel()
+        finally:
+            self._waiter = None
+            self._loop = None
+
+
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def run(app: object, options: dict[str, object]) -> None:
+    """`uvicorn.run(app, **options)` for one process, on `QuietServer`."""
+    config = uvicorn.Config(app, **options)  # type: ignore[arg-type]
+    server = QuietServer(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        sys.exit(STARTUP_FAILURE)

@@ -1,0 +1,67 @@
+"""`switchyard serve`'s server: uvicorn ticking once a second, stopped at once when asked."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Generator
+
+import httpx
+import pytest
+import uvicorn
+from starlette.types import Receive, Scope, Send
+
+import gateway.http.server as server_module
+from emulator.loopback import bind_loopback, wait_until_started
+from gateway.http.server import QuietServer
+
+
+async def _hello(scope: Scope, receive: Receive, send: Send) -> None:
+    if scope["type"] != "http":
+        return
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": b"hello"})
+
+
+class _Counting(QuietServer):
+    ticks = 0
+
+    async def on_tick(self, counter: int) -> bool:
+        self.ticks += 1
+        return await super().on_tick(counter)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield  # the test process keeps its own signal handlers
+
+
+async def test_serves_with_a_date_header_ticks_once_a_second_and_stops_when_asked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sock = bind_loopback("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(_hello, log_config=None, lifespan="off")
+    server = _Counting(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        await wait_until_started(server, task)
+        async with httpx.AsyncClient() as client:
+            answer = await client.get(f"http://127.0.0.1:{port}/")
+        assert answer.text == "hello"
+        assert "date" in answer.headers
+        ticks = server.ticks
+        await asyncio.sleep(0.6)  # uvicorn's own loop would tick 6 times
+        assert server.ticks - ticks <= 1
+        # The next tick an hour away: only the wake can end the server now. Asked from
+        # another thread, as a signal handler or a supervisor would.
+        monkeypatch.setattr(server_module, "TICK_S", 3600.0)
+        await asyncio.sleep(1.1)  # the tick in flight re-arms an hour away
+        threading.Thread(target=setattr, args=(server, "should_exit", True)).start()
+        async with asyncio.timeout(30):
+            await task
+        assert server.should_exit
+    finally:
+        if not task.done():
+            task.cancel()
+        sock.close()
