@@ -13,6 +13,7 @@ request is everything spent over the good requests. The gateway's own total
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,8 +67,9 @@ def cost_summary(
 
 
 COST_METRIC = "switchyard_cost_usd_total"
-_SETTLE_READS = 10
-_SETTLE_S = 0.3
+REQUESTS_METRIC = "switchyard_requests_total"
+_SETTLE_WITHIN_S = 15.0
+_SETTLE_S = 0.2
 
 
 def metric_total(text: str, name: str = COST_METRIC) -> float:
@@ -82,20 +84,21 @@ def metric_total(text: str, name: str = COST_METRIC) -> float:
     return total
 
 
-async def gateway_cost_usd(session: aiohttp.ClientSession, base_url: str) -> float | None:
-    """The gateway's own total spend, once two reads agree (its telemetry thread records
-    requests shortly after they end); None when /metrics cannot be read."""
-    last: float | None = None
-    for _ in range(_SETTLE_READS):
+async def gateway_cost_usd(
+    session: aiohttp.ClientSession, base_url: str, requests: int
+) -> float | None:
+    """The gateway's own total spend once its metrics count all `requests` (its telemetry
+    thread records requests in batches, a moment after they end; after `_SETTLE_WITHIN_S`
+    the last read); None when /metrics cannot be read."""
+    deadline = time.monotonic() + _SETTLE_WITHIN_S
+    while True:
         try:
             async with session.get(f"{base_url}/metrics") as response:
                 if response.status != 200:
                     return None
-                value = metric_total(await response.text())
+                text = await response.text()
         except (aiohttp.ClientError, TimeoutError):
             return None
-        if last is not None and value == last:
-            return round(value, 6)
-        last = value
+        if metric_total(text, REQUESTS_METRIC) >= requests or time.monotonic() > deadline:
+            return round(metric_total(text), 6)
         await asyncio.sleep(_SETTLE_S)
-    return None if last is None else round(last, 6)

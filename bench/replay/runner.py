@@ -191,7 +191,11 @@ async def measure(
         run = await _replay_with_progress(session, router, settings, label)
         after = await fetch_all(session, stats_urls)
         decision_us = await _decision_times(session, router, run) if router.is_gateway else []
-        spent = await gateway_cost_usd(session, router.base_url) if router.is_gateway else None
+        spent = (
+            await gateway_cost_usd(session, router.base_url, len(run.results))
+            if router.is_gateway
+            else None
+        )
     return Measured(run, before, after, decision_us, spent)
 
 

@@ -2,12 +2,13 @@
 
 The request path only appends a `RequestRecord` to a bounded deque (no lock; a wake-up
 only for the first record after a drain: a Condition.notify per request cost more than the
-rest of the logging). Woken, the thread waits `_DRAIN_INTERVAL_S` for a batch to gather,
-then gives each record to every sink: the access log, Prometheus, the dashboard's series,
-the store; an idle gateway's thread sleeps. When the queue is full the record is dropped
-and counted, never waited for; a sink that fails is logged and the others still run.
-Sinks that batch (the access log's writes, Prometheus's counts) are flushed after each
-batch of at most `_MAX_BATCH` records, before the batch counts as consumed.
+rest of the logging). Woken, the thread lets a batch gather, up to `_GATHER_S` or until
+`_BATCH_READY` records wait, whichever comes first, then gives each record to every sink:
+the access log, Prometheus, the dashboard's series, the store; an idle gateway's thread
+sleeps. When the queue is full the record is dropped and counted, never waited for; a sink
+that fails is logged and the others still run. Sinks that batch (the access log's writes,
+Prometheus's counts) are flushed after each batch of at most `_MAX_BATCH` records, before
+the batch counts as consumed.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from gateway.telemetry.record import RequestRecord
 
 logger = logging.getLogger("switchyard.telemetry")
 
-_DRAIN_INTERVAL_S = 0.05
+_GATHER_S = 0.5
+"""The longest a record waits for its batch. Under load the batch fills first; at a few
+requests a second a drain takes several records instead of one, and handing a record over
+costs much less when the sinks' code ran a moment ago than when it comes in cold (an
+access log line, metrics and dashboard series at most this much late)."""
+_BATCH_READY = 128
+"""Records that end the gathering early."""
 _IDLE_WAIT_S = 5.0
 """The longest the thread sleeps without being woken (a bound, should a wake-up be missed);
 a timeout with nothing queued goes back to sleep at once."""
@@ -56,6 +63,8 @@ class TelemetryPipe:
         self._stop = threading.Event()
         self._work = threading.Event()
         """Set by the first record after a drain."""
+        self._ready = threading.Event()
+        """Set when `_BATCH_READY` records wait."""
         self._thread: threading.Thread | None = None
         self.dropped = 0
         self.consumed = 0
@@ -81,14 +90,18 @@ class TelemetryPipe:
             return
         queue = self._queue
         queue.append(record)
-        if len(queue) == 1:  # the first since the thread last found the queue empty
+        queued = len(queue)
+        if queued == 1:  # the first since the thread last found the queue empty
             self._work.set()
+        elif queued == _BATCH_READY:
+            self._ready.set()
 
     def stop(self, timeout_s: float = 2.0) -> None:
         if self._thread is None:
             return
         self._stop.set()
         self._work.set()
+        self._ready.set()
         self._thread.join(timeout_s)
         self._thread = None
 
@@ -130,7 +143,11 @@ class TelemetryPipe:
             if not woken and not self._queue:
                 continue
             self._work.clear()
-            if self._stop.wait(_DRAIN_INTERVAL_S):  # a batch gathers meanwhile
+            self._ready.clear()  # one left from before: the length check stands in for it
+            # `stop` sets `_stop` before `_ready`: a stop whose set the clear undid is seen.
+            if len(self._queue) < _BATCH_READY and not self._stop.is_set():
+                self._ready.wait(_GATHER_S)  # a batch gathers meanwhile
+            if self._stop.is_set():
                 break
             started = time.thread_time()
             self.drain()

@@ -4,6 +4,7 @@ per batch, before the batch counts as consumed; a failing sink does not stop the
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 
@@ -84,3 +85,30 @@ def test_a_failing_sink_or_flush_is_counted_and_the_others_still_run(
     assert pipe.failures == {"broken": 2}
     assert pipe.consumed == 1
     assert len(caplog.records) == 2
+
+
+def test_the_thread_gathers_a_batch_and_a_full_batch_goes_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(pipe_module, "_GATHER_S", 3600.0)  # only a full batch ends it
+    monkeypatch.setattr(pipe_module, "_BATCH_READY", 8)
+    events: list[str] = []
+    pipe = TelemetryPipe(100)
+    pipe.add_sink(Plain(events))
+    pipe.start()
+    try:
+        for at in range(5):
+            pipe.emit(record(at=float(at)))
+        time.sleep(0.3)  # the thread is woken by the first and gathers
+        assert pipe.consumed == 0
+        for at in range(5, 8):
+            pipe.emit(record(at=float(at)))
+        deadline = time.monotonic() + 30
+        while pipe.consumed < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert pipe.consumed == 8  # the eighth record ended the gathering
+        pipe.emit(record(at=8.0))
+    finally:
+        pipe.stop(timeout_s=30)
+    assert pipe.consumed == 9  # stopping hands over what was still gathering
+    assert events == [f"plain {at}" for at in range(9)]

@@ -1,0 +1,205 @@
+"""Two or more checkouts' gateways, the same config, side by side in one run: CPU per
+request and per SSE chunk, and idle CPU, of each tree's code.
+
+Usage:
+    git worktree add /tmp/before <commit>
+    python -m bench.ab_trees --tree before=/tmp/before --tree after=. [--rounds 4]
+
+What `switchyard bench cpu` does for variants of one config, this does for versions of the
+code: each tree's gateway (`python -m gateway.cli serve` with PYTHONPATH at the tree) serves
+the embedded config's policies over the same two emulated engines (`bench.cpu_cost`'s
+config), all on CPU 0, the load and the engines on CPU 1; in every round each phase gives
+each tree a turn, in an order that alternates, so drifts of the shared machine hit all alike.
+CPU is the sum over the server's threads of /proc/PID/task/*/schedstat (nanoseconds); per
+chunk is computed as in `bench.cpu_cost` (a stream's CPU less the same tree's non-streaming
+CPU per request at that concurrency, per chunk relayed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvloop
+import yaml
+
+from bench.cpu_cost import gateway_config
+from bench.load import Pool, Target, request_bytes
+from bench.procs import Server, free_port, install_interrupts, pin_self, thread_run_s
+from bench.targets import INSTANT, PACED, Engine, _ready_or_stopped, start_emulator
+
+SERVER_CPUS = {0}
+CLIENT_CPUS = {1}
+IDLE_S = 5.0
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    engine: Engine | None
+    """None: the idle phase."""
+    requests: int
+    concurrency: int
+
+
+PHASES = {
+    p.name: p
+    for p in (
+        Phase("idle", None, 0, 0),
+        Phase("non-stream c=1", INSTANT, 1000, 1),
+        Phase("stream c=1", PACED, 100, 1),
+        Phase("non-stream c=64", INSTANT, 4000, 64),
+        Phase("stream c=64", PACED, 600, 64),
+    )
+}
+
+
+@dataclass
+class Cell:
+    cpu_s: float = 0.0
+    requests: int = 0
+    chunks: int = 0
+    errors: int = 0
+    wall_s: float = 0.0
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    engines = {e.name: start_emulator(e, workdir, CLIENT_CPUS) for e in (INSTANT, PACED)}
+    ports = {name: port for name, (_, port) in engines.items()}
+    servers: dict[str, tuple[Server, int]] = {}
+    try:
+        for name, tree in args.trees.items():
+            port = free_port()
+            path = workdir / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(gateway_config(ports, port, {})))
+            code = "import sys; from gateway.cli import main; sys.exit(main())"
+            argv = [sys.executable, "-c", code, "serve", "--config", str(path), "--port", str(port)]
+            env = dict(os.environ, PYTHONPATH=str(tree))
+            server = Server(name, argv, workdir / f"{name}.log", env=env, cpus=SERVER_CPUS)
+            servers[name] = (server, port)
+            _ready_or_stopped(server, f"http://127.0.0.1:{port}/healthz", timeout_s=60)
+        cells = {(p, n): Cell() for p in args.phases for n in servers}
+        for round_no in range(args.rounds):
+            names = list(servers) if round_no % 2 == 0 else list(reversed(servers))
+            for phase in args.phases:
+                for name in names:
+                    await _turn(PHASES[phase], servers[name], cells[(phase, name)], args.scale)
+        return _summary(args.phases, list(servers), cells)
+    finally:
+        for server, _ in servers.values():
+            server.stop()
+        for server, _ in engines.values():
+            server.stop()
+
+
+async def _turn(phase: Phase, server_port: tuple[Server, int], cell: Cell, scale: float) -> None:
+    server, port = server_port
+    if phase.engine is None:
+        before, started = thread_run_s(server.pid)[0], time.monotonic()
+        await asyncio.sleep(IDLE_S * scale)
+        cell.cpu_s += thread_run_s(server.pid)[0] - before
+        cell.wall_s += time.monotonic() - started
+        return
+    target = Target(server.name, port, phase.engine.model)
+    stream = phase.engine is PACED
+    body = request_bytes(target, stream, 64)
+    pool = Pool(target, phase.concurrency)
+    try:
+        await pool.run(max(2 * phase.concurrency, 20), phase.concurrency, body, stream)
+        before = thread_run_s(server.pid)[0]
+        requests = max(int(phase.requests * scale), phase.concurrency)
+        got = await pool.run(requests, phase.concurrency, body, stream)
+        cell.cpu_s += thread_run_s(server.pid)[0] - before
+    finally:
+        await pool.close()
+    cell.requests += len(got.latencies)
+    cell.chunks += got.chunks
+    cell.errors += got.errors
+
+
+def _summary(
+    phases: list[str], names: list[str], cells: dict[tuple[str, str], Cell]
+) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
+    for phase in phases:
+        for name in names:
+            cell = cells[(phase, name)]
+            row: dict[str, Any] = {"phase": phase, "tree": name, "errors": cell.errors}
+            if phase == "idle":
+                row["cpu_ms_per_s"] = round(cell.cpu_s / max(cell.wall_s, 1e-9) * 1e3, 3)
+                rows.append(row)
+                continue
+            row["requests"] = cell.requests
+            row["cpu_us_per_request"] = round(cell.cpu_s / max(cell.requests, 1) * 1e6, 1)
+            twin = cells.get(("non-stream " + phase.split()[-1], name))
+            if phase.startswith("stream") and twin is not None and twin.requests:
+                plain = twin.cpu_s / twin.requests
+                extra = cell.cpu_s - cell.requests * plain
+                row["cpu_us_per_chunk"] = round(extra / max(cell.chunks, 1) * 1e6, 2)
+            rows.append(row)
+    return {"rows": rows}
+
+
+def render(summary: dict[str, Any]) -> str:
+    lines = ["| phase | tree | CPU µs/req | CPU µs/chunk | idle CPU ms/s | errors |"]
+    lines.append("|---|---|---:|---:|---:|---:|")
+    for row in summary["rows"]:
+        per_request = row.get("cpu_us_per_request")
+        chunk = row.get("cpu_us_per_chunk")
+        idle = row.get("cpu_ms_per_s")
+        lines.append(
+            f"| {row['phase']} | {row['tree']} | "
+            f"{'—' if per_request is None else f'{per_request:.0f}'} | "
+            f"{'—' if chunk is None else f'{chunk:.1f}'} | "
+            f"{'—' if idle is None else f'{idle:.2f}'} | {row['errors']} |"
+        )
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--tree", action="append", required=True, metavar="NAME=PATH", help="a checkout"
+    )
+    parser.add_argument("--rounds", type=int, default=4, help="turns per tree per phase")
+    parser.add_argument(
+        "--phases", nargs="+", default=list(PHASES), choices=list(PHASES), metavar="P",
+        help=f"of: {', '.join(PHASES)}",
+    )  # fmt: skip
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply requests, idle time")
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args(argv)
+    trees: dict[str, Path] = {}
+    for item in args.tree:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not (Path(path) / "gateway" / "cli.py").is_file():
+            parser.error(f"--tree {item!r}: give NAME=PATH of a checkout of this repository")
+        trees[name] = Path(path).resolve()
+    if len(trees) < 2:
+        parser.error("give at least two --tree")
+    args.trees = trees
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    install_interrupts()
+    pin_self(CLIENT_CPUS)
+    with tempfile.TemporaryDirectory(prefix="switchyard-ab-") as tmp:
+        summary = uvloop.run(run(args, Path(tmp)))
+    print(render(summary))
+    if args.json is not None:
+        args.json.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

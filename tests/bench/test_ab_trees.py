@@ -1,0 +1,38 @@
+"""`python -m bench.ab_trees`, short: two checkouts (here the same one twice) take turns in
+each phase and each gets its rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import ab_trees
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_tree_must_be_a_checkout_and_two_are_needed(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        ab_trees.parse_args(["--tree", f"a={tmp_path}", "--tree", f"b={ROOT}"])
+    with pytest.raises(SystemExit):
+        ab_trees.parse_args(["--tree", f"a={ROOT}"])
+    args = ab_trees.parse_args(["--tree", f"a={ROOT}", "--tree", f"b={ROOT}"])
+    assert args.trees == {"a": ROOT, "b": ROOT}
+
+
+@pytest.mark.timeout(240)
+def test_short_run_gives_each_tree_every_phase(tmp_path: Path) -> None:
+    out = tmp_path / "ab.json"
+    argv = ["--tree", f"a={ROOT}", "--tree", f"b={ROOT}", "--rounds", "1", "--scale", "0.05"]
+    argv += ["--phases", "idle", "non-stream c=1", "stream c=1", "--json", str(out)]
+    assert ab_trees.main(argv) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["phase"], r["tree"]) for r in rows} == {
+        (phase, tree) for phase in ("idle", "non-stream c=1", "stream c=1") for tree in "ab"
+    }
+    assert all(r["errors"] == 0 for r in rows)
+    assert all(r["cpu_ms_per_s"] >= 0 for r in rows if r["phase"] == "idle")
+    assert all(r["requests"] > 0 and r["cpu_us_per_request"] > 0 for r in rows if "requests" in r)
+    assert all("cpu_us_per_chunk" in r for r in rows if r["phase"] == "stream c=1")
