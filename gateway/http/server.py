@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import sys
 
 import uvicorn
@@ -75,10 +76,20 @@ def _release(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+def quiet_supported() -> bool:
+    """Whether the installed uvicorn has the hooks `QuietServer` overrides (0.29 to 0.55
+    do); another keeps its own ten-a-second tick rather than fail to serve."""
+    server = uvicorn.Server
+    return all(inspect.iscoroutinefunction(getattr(server, hook, None)) for hook in _HOOKS)
+
+
+_HOOKS = ("main_loop", "on_tick")
+
+
 def run(app: object, options: dict[str, object]) -> None:
     """`uvicorn.run(app, **options)` for one process, on `QuietServer`."""
     config = uvicorn.Config(app, **options)  # type: ignore[arg-type]
-    server = QuietServer(config)
+    server = QuietServer(config) if quiet_supported() else uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
     if not server.started:

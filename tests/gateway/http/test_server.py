@@ -65,3 +65,7 @@ async def test_serves_with_a_date_header_ticks_once_a_second_and_stops_when_aske
         if not task.done():
             task.cancel()
         sock.close()
+
+
+def test_the_installed_uvicorn_has_the_hooks_the_quiet_server_overrides() -> None:
+    assert server_module.quiet_supported()  # else `serve` would fall back to uvicorn's tick
