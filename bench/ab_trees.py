@@ -18,27 +18,27 @@ CPU per request at that concurrency, per chunk relayed).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import uvloop
 import yaml
 
-from bench.cpu_cost import gateway_config
-from bench.load import Pool, Target, request_bytes
+from bench.cpu_cost import Cell, chunk_us, gateway_config, idle_turn, load_turn
+from bench.load import Target
 from bench.procs import Server, free_port, install_interrupts, pin_self, thread_run_s
 from bench.targets import INSTANT, PACED, Engine, _ready_or_stopped, start_emulator
 
 SERVER_CPUS = {0}
 CLIENT_CPUS = {1}
 IDLE_S = 5.0
+MAX_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -60,15 +60,6 @@ PHASES = {
         Phase("stream c=64", PACED, 600, 64),
     )
 }
-
-
-@dataclass
-class Cell:
-    cpu_s: float = 0.0
-    requests: int = 0
-    chunks: int = 0
-    errors: int = 0
-    wall_s: float = 0.0
 
 
 async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
@@ -103,26 +94,17 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 async def _turn(phase: Phase, server_port: tuple[Server, int], cell: Cell, scale: float) -> None:
     server, port = server_port
     if phase.engine is None:
-        before, started = thread_run_s(server.pid)[0], time.monotonic()
-        await asyncio.sleep(IDLE_S * scale)
-        cell.cpu_s += thread_run_s(server.pid)[0] - before
-        cell.wall_s += time.monotonic() - started
+        cell.add_idle(*await idle_turn(server.pid, IDLE_S * scale))
         return
     target = Target(server.name, port, phase.engine.model)
+    requests = max(int(phase.requests * scale), phase.concurrency)
     stream = phase.engine is PACED
-    body = request_bytes(target, stream, 64)
-    pool = Pool(target, phase.concurrency)
-    try:
-        await pool.run(max(2 * phase.concurrency, 20), phase.concurrency, body, stream)
-        before = thread_run_s(server.pid)[0]
-        requests = max(int(phase.requests * scale), phase.concurrency)
-        got = await pool.run(requests, phase.concurrency, body, stream)
-        cell.cpu_s += thread_run_s(server.pid)[0] - before
-    finally:
-        await pool.close()
-    cell.requests += len(got.latencies)
-    cell.chunks += got.chunks
-    cell.errors += got.errors
+    cpu_of = partial(_cpu_s, server.pid)
+    await load_turn(target, phase.concurrency, requests, stream, MAX_TOKENS, cpu_of, cell)
+
+
+def _cpu_s(pid: int) -> float:
+    return thread_run_s(pid)[0]
 
 
 def _summary(
@@ -134,16 +116,14 @@ def _summary(
             cell = cells[(phase, name)]
             row: dict[str, Any] = {"phase": phase, "tree": name, "errors": cell.errors}
             if phase == "idle":
-                row["cpu_ms_per_s"] = round(cell.cpu_s / max(cell.wall_s, 1e-9) * 1e3, 3)
+                row["cpu_ms_per_s"] = round(cell.cpu_s / max(cell.idle_s, 1e-9) * 1e3, 3)
                 rows.append(row)
                 continue
             row["requests"] = cell.requests
             row["cpu_us_per_request"] = round(cell.cpu_s / max(cell.requests, 1) * 1e6, 1)
             twin = cells.get(("non-stream " + phase.split()[-1], name))
             if phase.startswith("stream") and twin is not None and twin.requests:
-                plain = twin.cpu_s / twin.requests
-                extra = cell.cpu_s - cell.requests * plain
-                row["cpu_us_per_chunk"] = round(extra / max(cell.chunks, 1) * 1e6, 2)
+                row["cpu_us_per_chunk"] = round(chunk_us(cell, twin), 2)
             rows.append(row)
     return {"rows": rows}
 

@@ -17,8 +17,8 @@ way, are no gateways but floors: a bare byte pipe (bench/floor_pipe.py), and uvi
 lean upstream client relaying and nothing else (bench/floor_relay.py). Gateways run at the
 default log level, so the access log writes its line per request as it does for a user.
 First, with no traffic, each server idles in turns (10 s a turn; 2 s with --quick): its
-CPU and wake-ups a second (all threads' run time from /proc/PID/task/*/schedstat), what its
-background timers cost and what a slow stream pays between tokens.
+CPU and wake-ups a second (all threads' run time from /proc/PID/task/*/schedstat): what its
+background timers cost.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +80,15 @@ class Cell:
     chunks: int = 0
     errors: int = 0
     per_request_us: list[float] = field(default_factory=list)
+    idle_s: float = 0.0
+    """An idle phase's seconds without traffic (`cpu_s` then is the CPU over them)."""
+    wakes: int = 0
+    """An idle phase's wake-ups."""
+
+    def add_idle(self, cpu_s: float, wakes: int, idle_s: float) -> None:
+        self.cpu_s += cpu_s
+        self.wakes += wakes
+        self.idle_s += idle_s
 
 
 def gateway_config(
@@ -188,52 +199,79 @@ async def _phases(
             for name in order:
                 server, port = gateways[name][engine.name]
                 target = Target(name, port, engine.model)
-                body = request_bytes(target, stream, args.max_tokens)
-                pool = Pool(target, concurrency)
-                try:
-                    await pool.run(max(2 * concurrency, 20), concurrency, body, stream)
-                    before = cpu_s(server)
-                    got = await pool.run(requests, concurrency, body, stream)
-                    used = cpu_s(server) - before
-                finally:
-                    await pool.close()
-                cell = cells[name]
-                done = len(got.latencies)
-                cell.cpu_s += used
-                cell.requests += done
-                cell.chunks += got.chunks
-                cell.errors += got.errors
-                cell.per_request_us.append(used / max(done, 1) * 1e6)
+                cpu_of = partial(cpu_s, server)
+                await load_turn(
+                    target, concurrency, requests, stream, args.max_tokens, cpu_of, cells[name]
+                )
         print(f"  {phase}: " + ", ".join(_brief(n, cells[n]) for n in names), flush=True)
     return _summary(results, names)
+
+
+async def load_turn(
+    target: Target,
+    concurrency: int,
+    requests: int,
+    stream: bool,
+    max_tokens: int,
+    cpu_of: Callable[[], float],
+    cell: Cell,
+) -> None:
+    """One turn of one server in a load phase: a warm-up, then `requests` with the
+    server's CPU (`cpu_of`, seconds) read around them, added to `cell`."""
+    body = request_bytes(target, stream, max_tokens)
+    pool = Pool(target, concurrency)
+    try:
+        await pool.run(max(2 * concurrency, 20), concurrency, body, stream)
+        before = cpu_of()
+        got = await pool.run(requests, concurrency, body, stream)
+        used = cpu_of() - before
+    finally:
+        await pool.close()
+    done = len(got.latencies)
+    cell.cpu_s += used
+    cell.requests += done
+    cell.chunks += got.chunks
+    cell.errors += got.errors
+    cell.per_request_us.append(used / max(done, 1) * 1e6)
+
+
+def chunk_us(stream: Cell, plain: Cell) -> float:
+    """CPU µs per chunk: the streams' CPU less their count times the same server's
+    non-streaming CPU per request (`plain`, same concurrency), per chunk relayed."""
+    plain_us = plain.cpu_s / max(plain.requests, 1) * 1e6
+    extra = stream.cpu_s * 1e6 - stream.requests * plain_us
+    return extra / max(stream.chunks, 1)
+
+
+async def idle_turn(pid: int, seconds: float) -> tuple[float, int, float]:
+    """(CPU seconds, wake-ups, wall seconds) of process `pid` over `seconds` of no traffic."""
+    cpu0, wakes0 = thread_run_s(pid)
+    started = time.monotonic()
+    await asyncio.sleep(seconds)
+    cpu1, wakes1 = thread_run_s(pid)
+    return cpu1 - cpu0, wakes1 - wakes0, time.monotonic() - started
 
 
 async def _idle(
     args: argparse.Namespace, gateways: dict[str, dict[str, tuple[Server, int]]]
 ) -> list[dict[str, Any]]:
     """Each server's CPU a second and wake-ups a second with no traffic, in turns: what
-    background timers cost (and what a slow stream pays between its tokens)."""
+    its background timers cost."""
     servers = {name: by_engine[INSTANT.name][0] for name, by_engine in gateways.items()}
-    totals = {name: [0.0, 0, 0.0] for name in servers}
+    cells = {name: Cell() for name in servers}
     seconds = 2.0 if args.quick else 10.0
     for _ in range(args.rounds):
         for name, server in servers.items():
-            cpu0, wakes0 = thread_run_s(server.pid)
-            started = time.monotonic()
-            await asyncio.sleep(seconds)
-            cpu1, wakes1 = thread_run_s(server.pid)
-            total = totals[name]
-            total[0] += cpu1 - cpu0
-            total[1] += wakes1 - wakes0
-            total[2] += time.monotonic() - started
-    print("  idle: " + ", ".join(f"{n} {t[0] / t[2] * 1e3:.2f} ms/s" for n, t in totals.items()))
+            cells[name].add_idle(*await idle_turn(server.pid, seconds))
+    rates = (f"{name} {cell.cpu_s / cell.idle_s * 1e3:.2f} ms/s" for name, cell in cells.items())
+    print("  idle: " + ", ".join(rates))
     return [
         {
             "variant": name,
-            "cpu_ms_per_s": round(cpu / wall * 1e3, 3),
-            "wakes_per_s": round(wakes / wall, 1),
+            "cpu_ms_per_s": round(cell.cpu_s / cell.idle_s * 1e3, 3),
+            "wakes_per_s": round(cell.wakes / cell.idle_s, 1),
         }
-        for name, (cpu, wakes, wall) in totals.items()
+        for name, cell in cells.items()
     ]
 
 
@@ -276,11 +314,8 @@ def _summary(results: dict[str, dict[str, Cell]], names: list[str]) -> dict[str,
                 "turns_us": [round(x, 1) for x in cell.per_request_us],
             }
             if stream and twin in results:
-                plain = results[twin][name]
-                plain_us = plain.cpu_s / max(plain.requests, 1) * 1e6
-                extra = cell.cpu_s * 1e6 - cell.requests * plain_us
                 row["chunks_per_request"] = round(cell.chunks / max(cell.requests, 1), 1)
-                row["cpu_us_per_chunk"] = round(extra / max(cell.chunks, 1), 2)
+                row["cpu_us_per_chunk"] = round(chunk_us(cell, results[twin][name]), 2)
             rows.append(row)
     return {"rows": rows, "targets_us": TARGETS}
 
