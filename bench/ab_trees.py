@@ -4,6 +4,7 @@ request and per SSE chunk, and idle CPU, of each tree's code.
 Usage:
     git worktree add /tmp/before <commit>
     python -m bench.ab_trees --tree before=/tmp/before --tree after=. [--rounds 4]
+                             [--ingress chat|messages|responses]
 
 What `switchyard bench cpu` does for variants of one config, this does for versions of the
 code: each tree's gateway (`python -m gateway.cli serve` with PYTHONPATH at the tree) serves
@@ -31,7 +32,7 @@ import uvloop
 import yaml
 
 from bench.cpu_cost import Cell, chunk_us, gateway_config, idle_turn, load_turn
-from bench.load import Target
+from bench.load import INGRESS_PATHS, Target
 from bench.procs import Server, free_port, install_interrupts, pin_self, thread_run_s
 from bench.targets import INSTANT, PACED, Engine, _ready_or_stopped, start_emulator
 
@@ -82,7 +83,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             names = list(servers) if round_no % 2 == 0 else list(reversed(servers))
             for phase in args.phases:
                 for name in names:
-                    await _turn(PHASES[phase], servers[name], cells[(phase, name)], args.scale)
+                    await _turn(PHASES[phase], servers[name], cells[(phase, name)], args)
         return _summary(args.phases, list(servers), cells)
     finally:
         for server, _ in servers.values():
@@ -91,13 +92,15 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             server.stop()
 
 
-async def _turn(phase: Phase, server_port: tuple[Server, int], cell: Cell, scale: float) -> None:
+async def _turn(
+    phase: Phase, server_port: tuple[Server, int], cell: Cell, args: argparse.Namespace
+) -> None:
     server, port = server_port
     if phase.engine is None:
-        cell.add_idle(*await idle_turn(server.pid, IDLE_S * scale))
+        cell.add_idle(*await idle_turn(server.pid, IDLE_S * args.scale))
         return
-    target = Target(server.name, port, phase.engine.model)
-    requests = max(int(phase.requests * scale), phase.concurrency)
+    target = Target(server.name, port, phase.engine.model, INGRESS_PATHS[args.ingress])
+    requests = max(int(phase.requests * args.scale), phase.concurrency)
     stream = phase.engine is PACED
     cpu_of = partial(_cpu_s, server.pid)
     await load_turn(target, phase.concurrency, requests, stream, MAX_TOKENS, cpu_of, cell)
@@ -155,6 +158,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"of: {', '.join(PHASES)}",
     )  # fmt: skip
     parser.add_argument("--scale", type=float, default=1.0, help="multiply requests, idle time")
+    parser.add_argument(
+        "--ingress", choices=list(INGRESS_PATHS), default="chat",
+        help="the clients' API (as `switchyard bench cpu --ingress`)",
+    )  # fmt: skip
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     trees: dict[str, Path] = {}

@@ -2,6 +2,7 @@
 
 Usage:
     switchyard bench cpu [--quick] [--rounds N] [--json FILE]     (or: python -m bench.cpu_cost)
+    switchyard bench cpu --ingress messages|responses --variants defaults all-off
 
 Issue 16's item 9: with the quality tap, telemetry and probes at their defaults and the
 embedded config's cache-aware profile, CPU per non-streaming request ≤ 400 µs and per SSE
@@ -18,7 +19,10 @@ lean upstream client relaying and nothing else (bench/floor_relay.py). Gateways 
 default log level, so the access log writes its line per request as it does for a user.
 First, with no traffic, each server idles in turns (10 s a turn; 2 s with --quick): its
 CPU and wake-ups a second (all threads' run time from /proc/PID/task/*/schedstat): what its
-background timers cost.
+background timers cost. With `--ingress messages` or `--ingress responses` the clients speak
+Anthropic's Messages or OpenAI's Responses API, which the gateway translates both ways (the
+floors, which only relay, sit those runs out); a chunk is then one of that format's SSE
+events.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ import yaml
 
 from bench.chunk_path import relay_parts
 from bench.cpu_parts import measure
-from bench.load import Pool, Target, request_bytes
+from bench.load import INGRESS_PATHS, Pool, Target, request_bytes
 from bench.procs import Server, free_port, install_interrupts, pin_self, sample, thread_run_s
 from bench.targets import INSTANT, MAIN_BIN, PACED, Engine, _ready_or_stopped, start_emulator
 from gateway.config import parse_config
@@ -198,7 +202,7 @@ async def _phases(
             order = names[round_no % len(names) :] + names[: round_no % len(names)]
             for name in order:
                 server, port = gateways[name][engine.name]
-                target = Target(name, port, engine.model)
+                target = Target(name, port, engine.model, INGRESS_PATHS[args.ingress])
                 cpu_of = partial(cpu_s, server)
                 await load_turn(
                     target, concurrency, requests, stream, args.max_tokens, cpu_of, cells[name]
@@ -322,7 +326,9 @@ def _summary(results: dict[str, dict[str, Cell]], names: list[str]) -> dict[str,
 
 def render(summary: dict[str, Any]) -> str:
     rows = summary["rows"]
-    lines = [
+    ingress = summary.get("ingress", "chat")
+    lines = [] if ingress == "chat" else [f"Clients speak {INGRESS_PATHS[ingress]}.", ""]
+    lines += [
         "| phase | variant | requests | errors | CPU µs/req | CPU µs/chunk | vs defaults µs/req |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
@@ -380,10 +386,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="V",
         help=f"gateway configs ({', '.join(VARIANTS)}) and the floors ({', '.join(FLOORS)})",
     )
+    parser.add_argument(
+        "--ingress",
+        choices=list(INGRESS_PATHS),
+        default="chat",
+        help="the clients' API: chat (Chat Completions), messages (Anthropic's Messages, "
+        "translated), responses (OpenAI's Responses, translated); the floors speak chat only",
+    )
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args(argv)
     if "defaults" not in args.variants:
         args.variants.insert(0, "defaults")
+    if args.ingress != "chat":
+        args.variants = [v for v in args.variants if v not in FLOORS]
     return args
 
 
@@ -392,8 +407,12 @@ def main(argv: list[str] | None = None) -> int:
     install_interrupts()
     pin_self(CLIENT_CPUS)
     with tempfile.TemporaryDirectory(prefix="switchyard-cpu-") as tmp:
-        print(f"switchyard bench cpu: variants {', '.join(args.variants)}; logs in {tmp}")
+        print(
+            f"switchyard bench cpu: variants {', '.join(args.variants)}; "
+            f"ingress {args.ingress}; logs in {tmp}"
+        )
         summary = uvloop.run(run(args, Path(tmp)))
+    summary["ingress"] = args.ingress
     print(render(summary))
     if args.json is not None:
         args.json.write_text(json.dumps(summary, indent=2) + "\n")

@@ -55,15 +55,44 @@ class ProtocolError(Exception):
     """The server answered something this client does not accept as a good response."""
 
 
+MESSAGES_PATH = "/v1/messages"
+RESPONSES_PATH = "/v1/responses"
+INGRESS_PATHS = {
+    "chat": "/v1/chat/completions",
+    "messages": MESSAGES_PATH,
+    "responses": RESPONSES_PATH,
+}
+"""The client formats the load can speak: OpenAI's Chat Completions, Anthropic's Messages
+and OpenAI's Responses, by the path they are sent to."""
+_PROMPT = "Tell me about rail yards."
+
+
 def request_bytes(target: Target, stream: bool, max_tokens: int) -> bytes:
-    body: dict[str, object] = {
-        "model": target.model,
-        "messages": [{"role": "user", "content": "Tell me about rail yards."}],
-        "max_tokens": max_tokens,
-        "stream": stream,
-    }
-    if stream:
-        body["stream_options"] = {"include_usage": True}
+    """One request in the format of `target.path` (`INGRESS_PATHS`)."""
+    body: dict[str, object]
+    if target.path == MESSAGES_PATH:
+        body = {
+            "model": target.model,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": _PROMPT}],
+            "stream": stream,
+        }
+    elif target.path == RESPONSES_PATH:
+        body = {
+            "model": target.model,
+            "input": _PROMPT,
+            "max_output_tokens": max_tokens,
+            "stream": stream,
+        }
+    else:
+        body = {
+            "model": target.model,
+            "messages": [{"role": "user", "content": _PROMPT}],
+            "max_tokens": max_tokens,
+            "stream": stream,
+        }
+        if stream:
+            body["stream_options"] = {"include_usage": True}
     payload = orjson.dumps(body)
     head = (
         f"POST {target.path} HTTP/1.1\r\nhost: {target.host}:{target.port}\r\n"
@@ -120,17 +149,29 @@ async def _read_response(reader: asyncio.StreamReader) -> tuple[int, _Response]:
     return status, _Response(body, time.perf_counter(), keep_alive, 1)
 
 
-def _check(status: int, body: bytes, stream: bool) -> int:
-    """Validate one response; return its SSE data chunks (not counting [DONE])."""
+_ANSWERED = {MESSAGES_PATH: b'"stop_reason"', RESPONSES_PATH: b'"output"'}
+"""What a whole answer holds, by path (Chat Completions': `"choices"`)."""
+_ENDED = {
+    MESSAGES_PATH: (b"event: message_stop",),
+    RESPONSES_PATH: (b"event: response.completed", b"event: response.incomplete"),
+}
+"""What a stream that ended properly holds, one of, by path (Chat Completions': `[DONE]`);
+a Responses stream cut at `max_output_tokens` ends `incomplete`, which is no failure."""
+
+
+def _check(status: int, body: bytes, stream: bool, path: str = INGRESS_PATHS["chat"]) -> int:
+    """Validate one response; return its SSE data events (not counting [DONE])."""
     if status != 200:
         raise ProtocolError(f"HTTP {status}: {body[:160]!r}")
     if not stream:
-        if b'"choices"' not in body:
-            raise ProtocolError(f"no choices in {body[:160]!r}")
+        if _ANSWERED.get(path, b'"choices"') not in body:
+            raise ProtocolError(f"not a whole answer: {body[:160]!r}")
         return 0
-    if _DONE not in body:
-        raise ProtocolError(f"stream without [DONE]: {body[-160:]!r}")
-    return body.count(b"data:") - 1
+    ends = _ENDED.get(path, (_DONE,))
+    if not any(end in body for end in ends):
+        raise ProtocolError(f"stream without {ends[0].decode()!r}: {body[-160:]!r}")
+    events = body.count(b"data:")
+    return events - 1 if ends[0] == _DONE else events
 
 
 class Connection:
@@ -169,7 +210,7 @@ class Connection:
             writer.write(request)
             status, response = await _read_response(reader)
             finished = time.perf_counter()
-            sample.chunks += _check(status, response.body, stream)
+            sample.chunks += _check(status, response.body, stream, self._target.path)
             sample.frames += response.frames
         except (
             OSError,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -95,6 +96,40 @@ def _source(route: RouteConfig) -> str:
     return f"route:{route.name}"
 
 
+class DecisionIds:
+    """Random 8-byte decision ids (and seeds), read from the OS `_POOL` at a time.
+
+    `os.urandom` per decision is a system call that lets go of the GIL, which the telemetry
+    thread then takes: a thread switch per request on a busy core. A process forked with a
+    pool drops it, so that parent and child never hand out the same ids.
+    """
+
+    _POOL = 512
+
+    __slots__ = ("__weakref__", "_at", "_pool")
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+        ref = weakref.ref(self)
+        os.register_at_fork(after_in_child=lambda: _drop(ref()))
+
+    def next(self) -> bytes:
+        at = self._at
+        if at >= len(self._pool):
+            self._pool, at = os.urandom(8 * self._POOL), 0
+        self._at = at + 8
+        return self._pool[at : at + 8]
+
+    def drop(self) -> None:
+        self._pool, self._at = b"", 0
+
+
+def _drop(ids: DecisionIds | None) -> None:
+    if ids is not None:
+        ids.drop()
+
+
 class Router:
     """Turns a client's model name and request into a ranked Decision."""
 
@@ -116,6 +151,7 @@ class Router:
         }
         self._state = state
         self._pipelines = pipelines
+        self._ids = DecisionIds()
         self.fingerprinter = Fingerprinter(counter or TokenCounter())
         # Backends that share a cache key share one index entry (e.g. a shared KV store);
         # each is predicted by its own cache rules (an engine's, a provider's).
@@ -144,7 +180,7 @@ class Router:
 
     def decide(self, route: RouteConfig, traits: RequestTraits) -> Leg:
         """Decide among `route`'s members that carry every tag required of them."""
-        raw_id = os.urandom(8)
+        raw_id = self._ids.next()
         prepared = self._prepared[route.name]
         placement = self._place(route, traits.required_tags)
         names = placement.allowed

@@ -99,7 +99,16 @@ def read_chunk(payload: bytes) -> tuple[ChatReply, Usage | None]:
 def _read(data: bytes, unreadable: str) -> tuple[ChatReply, Usage | None]:
     try:
         document = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise UpstreamProtocolError(unreadable) from None
+    return read_document(document, unreadable)
+
+
+def read_document(document: Any, unreadable: str) -> tuple[ChatReply, Usage | None]:
+    """`document` (parsed JSON) as a reply and its usage; raises UpstreamProtocolError with
+    `unreadable` if it is none."""
+    try:
         reply = ChatReply.model_validate(document)
-    except (orjson.JSONDecodeError, ValidationError):
+    except ValidationError:
         raise UpstreamProtocolError(unreadable) from None
     return reply, usage_of(document)

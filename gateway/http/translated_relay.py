@@ -6,6 +6,11 @@ The relay (`streaming.relay`) hands over the backend's OpenAI SSE bytes. A
 `ClientEvents` what arrived: the first chunk, each delta, the end (`[DONE]`) with what the
 stream said of its answer (`StreamSummary`), or a failure. The format writes its own
 events. Nothing is buffered beyond an unfinished SSE line.
+
+Most chunks of a stream carry a few words of text and nothing else. Once the stream has
+opened, such a chunk is read straight from its JSON (`text_only`) and handed to the format
+as text, without building the validated reply; any other chunk (the first, a finish, the
+usage, reasoning, tool calls, an error, anything unusual) is read whole.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.http.openai_reply import ChatReply, MessageOut, read_chunk
+import orjson
+
+from gateway.http.openai_reply import ChatReply, MessageOut, read_chunk, read_document
 from gateway.http.streaming import RelayState, StreamOutcome
 from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
 from providers.errors import ApiError, UpstreamError, UpstreamProtocolError
@@ -49,6 +56,11 @@ class ClientEvents(Protocol):
         delta the format cannot express."""
         ...
 
+    def text(self, text: str) -> bytes:
+        """The events for a delta of answer text (not empty) and nothing else: what `delta`
+        makes of it."""
+        ...
+
     def end(self, summary: StreamSummary) -> bytes:
         """The events that close the stream after `[DONE]`."""
         ...
@@ -67,6 +79,8 @@ class TranslatedStream:
         self._events = events
         self._sse = SseDecoder()
         self._summary = StreamSummary()
+        self._opened = False
+        """The first chunk has been read (whole): the format's stream has opened."""
         self.finished = False
         self.failure: UpstreamProtocolError | None = None
 
@@ -95,7 +109,21 @@ class TranslatedStream:
         if payload == DONE:
             self.finished = True
             return events.start(None) + events.end(summary)
-        chunk, usage = read_chunk(payload)
+        if self._opened:
+            try:
+                document = orjson.loads(payload)
+            except orjson.JSONDecodeError:
+                raise UpstreamProtocolError("backend sent an unreadable stream chunk") from None
+            text = text_only(document)
+            if text is not None:
+                if not text:
+                    return b""
+                summary.output_chunks += 1
+                return events.text(text)
+            chunk, usage = read_document(document, "backend sent an unreadable stream chunk")
+        else:
+            chunk, usage = read_chunk(payload)
+            self._opened = True
         if chunk.error is not None:
             return self.fail(UpstreamError(f"backend ended the stream: {chunk.error_message}"))
         out = events.start(chunk)
@@ -110,6 +138,36 @@ class TranslatedStream:
                 summary.finish_reason = choice.finish_reason
                 summary.stop_reason = choice.stop_reason
         return out
+
+
+_IGNORED_IF_NULL = frozenset({"reasoning_content", "reasoning", "tool_calls", "refusal"})
+"""Delta fields a backend may send as null on a text chunk; any value makes it read whole."""
+
+
+def text_only(document: object) -> str | None:
+    """The text of a chunk that holds nothing else the translation reads: no error or usage,
+    one choice (index 0) unfinished, a delta of text (and its role at most); None for any
+    other chunk, which is then read whole (`read_document`)."""
+    if type(document) is not dict or "error" in document or document.get("usage") is not None:
+        return None
+    choices = document.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("index", 0) != 0:
+        return None
+    if choice.get("finish_reason") is not None or choice.get("stop_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if type(delta) is not dict:
+        return None
+    text = delta.get("content")
+    if type(text) is not str:
+        return None
+    for key, value in delta.items():
+        if key not in ("content", "role") and (value is not None or key not in _IGNORED_IF_NULL):
+            return None
+    return text
 
 
 class Translated:

@@ -24,6 +24,15 @@ class SseDecoder:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The payloads of the events that `chunk` completes, in order."""
+        if (
+            not self._partial
+            and not self._data
+            and chunk.startswith(b"data: ")
+            and chunk.endswith(b"\n\n")
+            and chunk.count(b"\n") == 2
+            and b"\r" not in chunk
+        ):
+            return [chunk[6:-2]]  # the usual read of a stream: one event, one data line
         *lines, self._partial = (self._partial + chunk).split(b"\n")
         if len(self._partial) > MAX_PENDING_BYTES:
             raise SseDecodeError(f"an event line exceeds {MAX_PENDING_BYTES} bytes")

@@ -50,3 +50,19 @@ def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
     assert set(idle) == {"defaults", "all-off", "tcp-pipe"}
     assert all(row["cpu_ms_per_s"] >= 0 and row["wakes_per_s"] >= 0 for row in idle.values())
     assert idle["defaults"]["wakes_per_s"] > 0  # its once-a-second beat at least
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("ingress", ["messages", "responses"])
+def test_a_translating_ingress_is_measured_without_the_floors(tmp_path: Path, ingress: str) -> None:
+    out = tmp_path / "cpu.json"
+    argv = ["--quick", "--rounds", "1", "--scale", "0.3", "--concurrency", "2"]
+    argv += ["--variants", "defaults", "tcp-pipe", "--ingress", ingress, "--json", str(out)]
+    assert cpu_cost.main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert summary["ingress"] == ingress
+    rows = summary["rows"]
+    assert {row["variant"] for row in rows} == {"defaults"}  # a floor cannot translate
+    assert all(row["requests"] > 0 and row["errors"] == 0 for row in rows)
+    streams = [row for row in rows if row["phase"].startswith("stream")]
+    assert streams and all(row["chunks_per_request"] > 3 for row in streams)

@@ -64,11 +64,14 @@ class MessageEvents:
             out += self._into("thinking", {"type": "thinking", "thinking": "", "signature": ""})
             out += self._block_delta({"type": "thinking_delta", "thinking": thinking})
         if delta.content:
-            out += self._into("text", {"type": "text", "text": ""})
-            out += self._block_delta({"type": "text_delta", "text": delta.content})
+            out += self.text(delta.content)
         for call in delta.tool_calls or ():
             out += self._tool_call(call)
         return out
+
+    def text(self, text: str) -> bytes:
+        out = self._into("text", {"type": "text", "text": ""})
+        return out + self._block_delta({"type": "text_delta", "text": text})
 
     def _tool_call(self, call: ToolCallOut) -> bytes:
         out = b""

@@ -225,3 +225,19 @@ def test_the_decoder_joins_multiline_data_and_bounds_a_runaway_line() -> None:
     assert decoder.feed(b": comment\nevent: x\ndata: a\ndata:b\n\n") == [b"a\nb"]
     with pytest.raises(SseDecodeError):
         decoder.feed(b"data: " + b"x" * (8 * 1024 * 1024 + 1))
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        [b"data: {}\n\n", b"data: [DONE]\n\n"],  # one event a read: taken whole
+        [b"data: {}\n", b"\ndata: [DONE]\n\n"],  # split at the blank line
+        [b"data: {}\r\n\r\n", b"data: [DONE]\r\n\r\n"],  # CRLF lines
+        [b"data:", b" {}\n\n", b"data: [DONE]\n\n"],  # split in the field name
+        [b"data: {}\n\ndata: [DONE]\n\n"],  # two events in one read
+    ],
+    ids=["whole", "split-blank", "crlf", "split-field", "two"],
+)
+def test_the_decoder_gives_the_same_payloads_however_the_reads_fall(reads: list[bytes]) -> None:
+    decoder = SseDecoder()
+    assert [p for read in reads for p in decoder.feed(read)] == [b"{}", b"[DONE]"]
