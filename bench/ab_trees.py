@@ -7,7 +7,8 @@ Usage:
                              [--ingress chat|messages|responses]
 
 What `switchyard bench cpu` does for variants of one config, this does for versions of the
-code: each tree's gateway (`python -m gateway.cli serve` with PYTHONPATH at the tree) serves
+code: each tree's gateway (`gateway.cli serve` with PYTHONPATH at the tree, and
+PYTHONSAFEPATH so that the working directory, itself perhaps a checkout, comes not first) serves
 the embedded config's policies over the same two emulated engines (`bench.cpu_cost`'s
 config), all on CPU 0, the load and the engines on CPU 1; in every round each phase gives
 each tree a turn, in an order that alternates, so drifts of the shared machine hit all alike.
@@ -72,10 +73,10 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             port = free_port()
             path = workdir / f"{name}.yaml"
             path.write_text(yaml.safe_dump(gateway_config(ports, port, {})))
-            code = "import sys; from gateway.cli import main; sys.exit(main())"
-            argv = [sys.executable, "-c", code, "serve", "--config", str(path), "--port", str(port)]
-            env = dict(os.environ, PYTHONPATH=str(tree))
-            server = Server(name, argv, workdir / f"{name}.log", env=env, cpus=SERVER_CPUS)
+            argv = tree_command(["serve", "--config", str(path), "--port", str(port)])
+            server = Server(
+                name, argv, workdir / f"{name}.log", env=tree_env(tree), cpus=SERVER_CPUS
+            )
             servers[name] = (server, port)
             _ready_or_stopped(server, f"http://127.0.0.1:{port}/healthz", timeout_s=60)
         cells = {(p, n): Cell() for p in args.phases for n in servers}
@@ -90,6 +91,20 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             server.stop()
         for server, _ in engines.values():
             server.stop()
+
+
+def tree_command(cli_args: list[str]) -> list[str]:
+    """`switchyard` with these arguments, run by this Python from whichever tree `tree_env`
+    puts first."""
+    code = "import sys; from gateway.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", code, *cli_args]
+
+
+def tree_env(tree: Path) -> dict[str, str]:
+    """The environment in which `tree_command` runs `tree`'s code. `python -c` puts the
+    working directory before PYTHONPATH, so a bench started inside a checkout would run that
+    checkout's code for every tree; PYTHONSAFEPATH (Python 3.11) leaves it out."""
+    return dict(os.environ, PYTHONPATH=str(tree), PYTHONSAFEPATH="1")
 
 
 async def _turn(

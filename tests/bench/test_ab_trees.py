@@ -4,6 +4,7 @@ each phase and each gets its rows."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -36,3 +37,19 @@ def test_short_run_gives_each_tree_every_phase(tmp_path: Path) -> None:
     assert all(r["cpu_ms_per_s"] >= 0 for r in rows if r["phase"] == "idle")
     assert all(r["requests"] > 0 and r["cpu_us_per_request"] > 0 for r in rows if "requests" in r)
     assert all("cpu_us_per_chunk" in r for r in rows if r["phase"] == "stream c=1")
+
+
+def test_each_tree_runs_its_own_code_whatever_the_working_directory(tmp_path: Path) -> None:
+    # A stand-in checkout whose `gateway` says where it is; run from inside this repository,
+    # whose own `gateway` the working directory would otherwise put first.
+    fake = tmp_path / "tree"
+    (fake / "gateway").mkdir(parents=True)
+    (fake / "gateway" / "__init__.py").write_text("")
+    (fake / "gateway" / "cli.py").write_text(
+        "def main() -> int:\n    print(__file__)\n    return 0\n"
+    )
+    argv = ab_trees.tree_command(["serve"])
+    done = subprocess.run(
+        argv, cwd=ROOT, env=ab_trees.tree_env(fake), capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == str(fake / "gateway" / "cli.py")
