@@ -16,6 +16,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from providers.errors import UpstreamProtocolError
 from providers.usage import Usage, usage_of
 
+UNREADABLE_CHUNK = "backend sent an unreadable stream chunk"
+"""The error a stream chunk that is no chat completion chunk fails its stream with."""
+
 
 class _Parsed(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
@@ -93,7 +96,7 @@ def read_completion(body: bytes) -> tuple[ChatReply, ChoiceOut, Usage | None]:
 def read_chunk(payload: bytes) -> tuple[ChatReply, Usage | None]:
     """One stream chunk (an SSE event's data) and its usage, if it carries any; raises
     UpstreamProtocolError if it is no chunk."""
-    return _read(payload, "backend sent an unreadable stream chunk")
+    return _read(payload, UNREADABLE_CHUNK)
 
 
 def _read(data: bytes, unreadable: str) -> tuple[ChatReply, Usage | None]:

@@ -21,7 +21,13 @@ from typing import Protocol
 
 import orjson
 
-from gateway.http.openai_reply import ChatReply, MessageOut, read_chunk, read_document
+from gateway.http.openai_reply import (
+    UNREADABLE_CHUNK,
+    ChatReply,
+    MessageOut,
+    read_chunk,
+    read_document,
+)
 from gateway.http.streaming import RelayState, StreamOutcome
 from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
 from providers.errors import ApiError, UpstreamError, UpstreamProtocolError
@@ -113,14 +119,14 @@ class TranslatedStream:
             try:
                 document = orjson.loads(payload)
             except orjson.JSONDecodeError:
-                raise UpstreamProtocolError("backend sent an unreadable stream chunk") from None
+                raise UpstreamProtocolError(UNREADABLE_CHUNK) from None
             text = text_only(document)
             if text is not None:
                 if not text:
                     return b""
                 summary.output_chunks += 1
                 return events.text(text)
-            chunk, usage = read_document(document, "backend sent an unreadable stream chunk")
+            chunk, usage = read_document(document, UNREADABLE_CHUNK)
         else:
             chunk, usage = read_chunk(payload)
             self._opened = True
