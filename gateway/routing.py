@@ -111,8 +111,7 @@ class DecisionIds:
     def __init__(self) -> None:
         self._pool = b""
         self._at = 0
-        ref = weakref.ref(self)
-        os.register_at_fork(after_in_child=lambda: _drop(ref()))
+        _LIVE_IDS.add(self)
 
     def next(self) -> bytes:
         at = self._at
@@ -125,9 +124,17 @@ class DecisionIds:
         self._pool, self._at = b"", 0
 
 
-def _drop(ids: DecisionIds | None) -> None:
-    if ids is not None:
+_LIVE_IDS: weakref.WeakSet[DecisionIds] = weakref.WeakSet()
+"""Every DecisionIds alive in this process: one fork hook empties them all, however many
+routers config reloads have built (a hook per instance would grow with each reload)."""
+
+
+def _drop_all() -> None:
+    for ids in list(_LIVE_IDS):
         ids.drop()
+
+
+os.register_at_fork(after_in_child=_drop_all)
 
 
 class Router:

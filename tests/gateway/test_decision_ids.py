@@ -3,8 +3,10 @@ forked child."""
 
 from __future__ import annotations
 
+import gc
 import os
 
+from gateway import routing
 from gateway.routing import DecisionIds
 
 
@@ -30,3 +32,16 @@ def test_a_forked_child_draws_from_a_pool_of_its_own() -> None:
     os.waitpid(pid, 0)
     assert len(child) == 8
     assert child != ids.next()  # without the drop both would take the pool's second id
+
+
+def test_routers_built_and_dropped_leave_no_fork_state_behind() -> None:
+    """Each config reload builds a router and its ids: the fork hook's set holds only the
+    live ones, so reloads do not grow it."""
+    gc.collect()
+    before = len(routing._LIVE_IDS)
+    kept = DecisionIds()
+    for _ in range(200):
+        DecisionIds().next()
+    gc.collect()
+    assert len(routing._LIVE_IDS) == before + 1
+    assert kept in routing._LIVE_IDS
