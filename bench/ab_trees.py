@@ -32,7 +32,8 @@ from typing import Any
 import uvloop
 import yaml
 
-from bench.cpu_cost import Cell, chunk_us, gateway_config, idle_turn, load_turn
+from bench.cpu_cost import gateway_config
+from bench.cpu_turns import Cell, chunk_us, idle_turn, load_turn
 from bench.load import INGRESS_PATHS, Target
 from bench.procs import Server, free_port, install_interrupts, pin_self, thread_run_s
 from bench.targets import INSTANT, PACED, Engine, _ready_or_stopped, start_emulator
