@@ -5,6 +5,7 @@ Usage:
     git worktree add /tmp/before <commit>
     python -m bench.ab_trees --tree before=/tmp/before --tree after=. [--rounds 4]
                              [--ingress chat|messages|responses]
+    python -m bench.ab_trees --tree py311=. --tree py313=. --python py313=/venv313/bin/python
 
 What `switchyard bench cpu` does for variants of one config, this does for versions of the
 code: each tree's gateway (`gateway.cli serve` with PYTHONPATH at the tree, and
@@ -74,7 +75,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             port = free_port()
             path = workdir / f"{name}.yaml"
             path.write_text(yaml.safe_dump(gateway_config(ports, port, {})))
-            argv = tree_command(["serve", "--config", str(path), "--port", str(port)])
+            cli_args = ["serve", "--config", str(path), "--port", str(port)]
+            argv = tree_command(cli_args, args.pythons.get(name, sys.executable))
             server = Server(
                 name, argv, workdir / f"{name}.log", env=tree_env(tree), cpus=SERVER_CPUS
             )
@@ -94,11 +96,11 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             server.stop()
 
 
-def tree_command(cli_args: list[str]) -> list[str]:
-    """`switchyard` with these arguments, run by this Python from whichever tree `tree_env`
-    puts first."""
+def tree_command(cli_args: list[str], python: str = sys.executable) -> list[str]:
+    """`switchyard` with these arguments, run by `python` (this one unless told) from
+    whichever tree `tree_env` puts first."""
     code = "import sys; from gateway.cli import main; sys.exit(main())"
-    return [sys.executable, "-c", code, *cli_args]
+    return [python, "-c", code, *cli_args]
 
 
 def tree_env(tree: Path) -> dict[str, str]:
@@ -168,6 +170,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--tree", action="append", required=True, metavar="NAME=PATH", help="a checkout"
     )
+    parser.add_argument(
+        "--python", action="append", default=[], metavar="NAME=INTERPRETER",
+        help="run tree NAME's gateway on this Python (default: the one running the bench)",
+    )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=4, help="turns per tree per phase")
     parser.add_argument(
         "--phases", nargs="+", default=list(PHASES), choices=list(PHASES), metavar="P",
@@ -189,7 +195,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if len(trees) < 2:
         parser.error("give at least two --tree")
     args.trees = trees
+    args.pythons = _pythons(parser, args.python, trees)
     return args
+
+
+def _pythons(
+    parser: argparse.ArgumentParser, items: list[str], trees: dict[str, Path]
+) -> dict[str, str]:
+    pythons: dict[str, str] = {}
+    for item in items:
+        name, sep, python = item.partition("=")
+        if not sep or name not in trees or not os.access(python, os.X_OK):
+            parser.error(f"--python {item!r}: give NAME=INTERPRETER for a --tree NAME")
+        pythons[name] = python
+    return pythons
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,17 @@ def test_a_tree_must_be_a_checkout_and_two_are_needed(tmp_path: Path) -> None:
         ab_trees.parse_args(["--tree", f"a={ROOT}"])
     args = ab_trees.parse_args(["--tree", f"a={ROOT}", "--tree", f"b={ROOT}"])
     assert args.trees == {"a": ROOT, "b": ROOT}
+    assert args.pythons == {}
+
+
+def test_a_tree_may_run_on_another_interpreter_named_for_it(tmp_path: Path) -> None:
+    trees = ["--tree", f"a={ROOT}", "--tree", f"b={ROOT}"]
+    args = ab_trees.parse_args([*trees, "--python", f"b={sys.executable}"])
+    assert args.pythons == {"b": sys.executable}
+    assert ab_trees.tree_command(["serve"], args.pythons["b"])[0] == sys.executable
+    for wrong in (f"c={sys.executable}", f"b={tmp_path / 'no-python'}", "b"):
+        with pytest.raises(SystemExit):
+            ab_trees.parse_args([*trees, "--python", wrong])
 
 
 @pytest.mark.timeout(240)
