@@ -132,19 +132,8 @@ class ResponseEvents:
         if kind == "reasoning":
             fields = {**self._open.ids, "summary_index": 0, "delta": text}
             return out + self._event("response.reasoning_summary_text.delta", fields)
-        open_item = self._open
-        sequence = self._sequence
-        self._sequence = sequence + 1
-        data = {  # `_event`'s dict, made at once: this runs for most chunks of a stream
-            "type": "response.output_text.delta",
-            "item_id": open_item.item["id"],
-            "output_index": open_item.output_index,
-            "content_index": 0,
-            "delta": text,
-            "logprobs": [],
-            "sequence_number": sequence,
-        }
-        return out + event("response.output_text.delta", data)
+        fields = {**self._open.ids, "content_index": 0, "delta": text, "logprobs": []}
+        return out + self._event("response.output_text.delta", fields)
 
     def _call(self, call: ToolCallOut) -> bytes:
         out = b""
