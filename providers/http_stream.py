@@ -125,6 +125,7 @@ class _PipedBody:
         "_ended",
         "_max_bytes",
         "_now",
+        "_paused",
         "_response",
         "_sink",
         "_size",
@@ -139,6 +140,9 @@ class _PipedBody:
         self._size = len(stream.first_chunk)
         self._max_bytes = stream.max_bytes
         self._ended = False
+        self._paused = False
+        """Paused for the reader: pieces of a read already taken still come, and must not
+        restart the watchdog."""
         self._watchdog = watchdog = _StallWatchdog(stream.gap_s, response.close)
         self._now = asyncio.get_running_loop().time
         watchdog.since = self._now()
@@ -153,7 +157,8 @@ class _PipedBody:
             self.end(too_large(stream.name, "stream", stream.max_bytes))
             self._response.close()
             return
-        self._watchdog.since = self._now()  # the next gap starts now
+        if not self._paused:
+            self._watchdog.since = self._now()  # the next gap starts now
         self._sink.data(chunk)
 
     def end(self, error: BaseException | None) -> None:
@@ -171,11 +176,13 @@ class _PipedBody:
 
     def pause(self) -> None:
         if not self._ended:
+            self._paused = True
             self._watchdog.since = None
             self._response.pause_reading()
 
     def resume(self) -> None:
         if not self._ended:
+            self._paused = False
             self._watchdog.since = self._now()
             self._response.resume_reading()
 

@@ -159,3 +159,53 @@ async def test_aiohttp_and_compressed_streams_are_not_piped(upstream: ScriptedSe
         await stream.aclose()
     finally:
         await via_aiohttp.close()
+
+
+async def test_pieces_of_a_read_taken_after_a_pause_do_not_restart_the_watchdog(
+    lean: HttpTransport,
+) -> None:
+    """Paused by the first piece of a read, the rest of that read still comes: time the
+    reader then takes is still not the backend's stall."""
+
+    async def burst(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(2)
+        head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+        writer.write(head + b"transfer-encoding: chunked\r\n\r\n9\r\ndata: 0\n\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.write(b"".join(b"9\r\ndata: %d\n\n\r\n" % i for i in range(1, 6)))  # one read
+        await writer.drain()
+        await asyncio.sleep(1.0)
+        writer.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
+        await writer.drain()
+
+    server = await asyncio.start_server(burst, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        url = f"http://127.0.0.1:{port}/v1/x"
+        stream = await lean.open_stream(url, b"{}", _deadlines(gap_s=0.3))
+        sink = Sink()
+        valve = _pipe(stream, sink)
+        first = sink.data
+
+        def pausing(chunk: bytes) -> None:
+            first(chunk)
+            if len(sink.chunks) == 1:
+                valve.pause()  # once, as a splice does when the client's buffer fills
+
+        sink.data = pausing  # type: ignore[method-assign]
+        await asyncio.sleep(0.8)  # past the stall window, paused for the reader
+        assert len(sink.chunks) > 1, "several pieces of one read came after the pause"
+        assert not sink.ends, "time paused for the reader is not the backend's stall"
+        sink.data = first  # type: ignore[method-assign]
+        valve.resume()
+        assert await asyncio.wait_for(sink.ended, 5) is None
+        assert (
+            stream.first_chunk + b"".join(sink.chunks)
+            == b"".join(b"data: %d\n\n" % i for i in range(6)) + b"data: [DONE]\n\n"
+        )
+        await stream.aclose()
+    finally:
+        server.close()
+        await server.wait_closed()
