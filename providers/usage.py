@@ -66,8 +66,8 @@ def usage_of(data: Any) -> Usage | None:
     if cached is None:
         cached = _detail(timings, "cache_n")
     return Usage(
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
+        prompt_tokens=_count(usage, "prompt_tokens"),
+        completion_tokens=_count(usage, "completion_tokens"),
         cached_tokens=cached,
         cache_write_tokens=_detail(details, "cache_write_tokens"),
         cache_write_1h_tokens=_detail(details, "cache_write_1h_tokens"),
@@ -90,6 +90,17 @@ def _usage_of_timings(timings: dict[str, Any]) -> Usage | None:
         prefill_ms=_ms(timings, "prompt_ms"),
         decode_ms=_ms(timings, "predicted_ms"),
     )
+
+
+def _count(usage: dict[str, Any], name: str) -> int:
+    """A token count as the backend reports it: a whole number, not negative; anything else
+    (a string, a list, a negative number) counts 0 rather than failing the request."""
+    value = usage.get(name)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return 0
 
 
 def _detail(details: Any, name: str) -> int | None:

@@ -12,6 +12,7 @@ the response has gone out.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from policies.snapshot import Endpoint
 from providers.usage import Usage
 
 Collect = Callable[[], CollectedResponse]
+
+logger = logging.getLogger("switchyard")
 
 
 @dataclass(slots=True)
@@ -67,8 +70,12 @@ class Exchange:
         """The relayed stream ended: done, broken by the backend, or abandoned."""
         lease, outcome = self.lease, self.relayed
         assert lease is not None and outcome is not None
-        outcome.settle()
-        usage = outcome.tap.usage()
+        try:
+            outcome.settle()
+            usage = outcome.tap.usage()
+        except Exception:  # the lease must end whatever the stream's bytes were
+            logger.exception("the usage of a stream from %s could not be read", lease.backend)
+            usage = None
         first = outcome.first_chunk_at
         decode_s = outcome.last_chunk_at - first if first is not None else None
         lease.finish(usage, decode_s=decode_s, error=outcome.error, outcome=outcome.status)

@@ -77,11 +77,6 @@ class ChatReply(_Parsed):
     def first(self) -> ChoiceOut | None:
         return next((c for c in self.choices if c.index == 0), None)
 
-    @property
-    def error_message(self) -> str:
-        error = self.error
-        return error.message if isinstance(error, ErrorOut) else error or ""
-
 
 def read_completion(body: bytes) -> tuple[ChatReply, ChoiceOut, Usage | None]:
     """A whole answer, its first choice and its usage; raises UpstreamProtocolError if the

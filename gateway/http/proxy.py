@@ -75,6 +75,9 @@ async def serve_proxy(
         gateway.telemetry.rejected(exc.code or exc.type)
         await dialect.error_response(exc)(scope, receive, send)
         return
+    except ClientDisconnect:  # gone while sending its body: nothing to answer
+        gateway.telemetry.rejected("client_disconnected")
+        return
     key_id = caller.key_id if caller is not None else None
     exchange = Exchange(
         gateway.telemetry.pipe, gateway.quality, started, key_id, path.endpoint, path.ingress
@@ -194,6 +197,10 @@ async def _respond(
     except asyncio.CancelledError:
         if not exchange.finished:
             exchange.failed(499, "client_disconnected")
+        raise
+    except Exception:  # a bug: answered 500 by `serve_proxy`, the lease ended here
+        if not exchange.finished:
+            exchange.failed(500, "internal_error")
         raise
 
 

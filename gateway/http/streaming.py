@@ -1,9 +1,10 @@
 """Relaying a committed upstream stream to the client, byte for byte (but for the model
 field, when the backend was asked for another id than the route's name).
 
-A stream always ends with the backend's `data: [DONE]` or with an explicit error event
-from the gateway: never a silent truncation. A client that goes away cancels the upstream
-request at once.
+A stream always ends with the backend's `data: [DONE]` (as its last event) or an error
+event, the backend's own or the gateway's: never a silent truncation. A stream that
+carried the backend's own error event is relayed as it came and recorded as the
+backend's failure. A client that goes away cancels the upstream request at once.
 """
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from gateway.http.model_rename import StreamRenamer
 from gateway.http.responses import error_event
 from gateway.quality.collect import StreamCollector
 from providers.base import UpstreamStream
-from providers.errors import UpstreamProtocolError, UpstreamTimeout
+from providers.errors import UpstreamError, UpstreamProtocolError, UpstreamTimeout
 from providers.usage import UsageTap
 
 _DONE = b"data: [DONE]"
+_ERROR_EVENT = b'data: {"error"'
+"""An OpenAI-style error event; never inside a JSON string, whose quotes are escaped."""
 _TAIL_BYTES = 64
 _BATCH_BYTES = 16 * 1024
 """Chunks held back from the taps at most (then handed over in one piece)."""
@@ -42,6 +45,7 @@ class StreamOutcome:
         "chunks",
         "collector",
         "error",
+        "error_event",
         "first_chunk_at",
         "last_chunk_at",
         "status",
@@ -51,6 +55,8 @@ class StreamOutcome:
     def __init__(self, collector: StreamCollector | None = None) -> None:
         self.chunks = 0
         self.error: SwitchyardError | None = None
+        self.error_event = False
+        """The backend sent an error event (seen once the chunks are settled)."""
         self.first_chunk_at: float | None = None
         self.last_chunk_at = 0.0
         self.status = "ok"
@@ -82,6 +88,9 @@ class StreamOutcome:
         self.tap.feed(data)
         if self.collector is not None:
             self.collector.feed(data)
+        if not self.error_event:
+            edge = self._tail[-len(_ERROR_EVENT) :] + data[: len(_ERROR_EVENT)]
+            self.error_event = _ERROR_EVENT in data or _ERROR_EVENT in edge
         self._tail = data if len(data) >= _TAIL_BYTES else (self._tail + data)[-_TAIL_BYTES:]
 
     @property
@@ -143,11 +152,19 @@ class RelayState:
         return b"" if self._rename is None else self._rename.flush()
 
     def check_end(self) -> None:
-        """Raises UpstreamProtocolError when an SSE stream ended without `[DONE]` (or an
-        error event)."""
-        tail = self.outcome.tail
-        ended = _DONE in tail[-_TAIL_BYTES:] or _ends_with_error_event(tail)
-        if self._is_sse and not ended:
+        """Raises UpstreamProtocolError when an SSE stream's last event is neither `[DONE]`
+        nor an error event. One that carried the backend's own error event anywhere is
+        recorded as the backend's failure (`upstream_stream_error`), relayed as it came."""
+        if not self._is_sse:
+            return
+        outcome = self.outcome
+        last = outcome.tail.rstrip().rsplit(b"\n", 1)[-1].rstrip()
+        if outcome.error_event and outcome.error is None:
+            outcome.error = UpstreamError(
+                "backend sent an error event in its stream", code="upstream_stream_error"
+            )
+            outcome.status = "upstream_stream_error"
+        if last != _DONE and not last.startswith(_ERROR_EVENT):
             raise UpstreamProtocolError("backend ended the stream without [DONE]")
 
     def failed(self, exc: SwitchyardError) -> bytes:
@@ -178,11 +195,6 @@ async def relay(stream: UpstreamStream, state: RelayState) -> AsyncIterator[byte
         raise
     finally:
         await stream.aclose()
-
-
-def _ends_with_error_event(tail: bytes) -> bool:
-    last = tail.rstrip().rsplit(b"\n", 1)[-1]
-    return last.startswith(b'data: {"error"')
 
 
 async def wait_disconnect(receive: Receive) -> None:

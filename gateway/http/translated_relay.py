@@ -131,7 +131,12 @@ class TranslatedStream:
             chunk, usage = read_chunk(payload)
             self._opened = True
         if chunk.error is not None:
-            return self.fail(UpstreamError(f"backend ended the stream: {chunk.error_message}"))
+            # Not quoted: a backend's error may echo the request, the provider's key with it.
+            # The relay records the event as the backend's failure (`RelayState.check_end`).
+            ended = UpstreamError(
+                "backend ended the stream with an error event", code="upstream_stream_error"
+            )
+            return self.fail(ended)
         out = events.start(chunk)
         summary.usage = usage or summary.usage
         choice = chunk.first

@@ -1,8 +1,8 @@
 """Faults after the first byte: a stall mid-stream, a stream cut after N chunks, a stream
-that ends without `[DONE]`. The gateway has relayed bytes already, so it never retries
-(the other engine sees nothing); the client's stream ends with an explicit error event in
-its own API's shape, never a clean-looking end; the record names the error and the
-backend counts a failure."""
+that ends without `[DONE]`, a stream the backend ends with its own error event. The
+gateway has relayed bytes already, so it never retries (the other engine sees nothing);
+the client's stream ends with an explicit error event in its own API's shape, never a
+clean-looking end; the record names the error and the backend counts a failure."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ FAULTS: dict[str, tuple[dict[str, Any], str]] = {
     "stall": ({"stall_mid_stream_after_chunks": 3, "stall_mid_stream_s": 5.0}, "upstream_timeout"),
     "cut": ({"cut_stream_after_chunks": 3}, "upstream_protocol_error"),
     "no-done": ({"omit_done": True}, "upstream_protocol_error"),
+    "error-event": ({"error_event_after_chunks": 3}, "upstream_stream_error"),
 }
 BY_FAULT = pytest.mark.parametrize("fault", list(FAULTS))
 ASK = [{"role": "user", "content": "tell me about the fault suite"}]
@@ -66,7 +67,10 @@ async def test_openai_chat_stream_ends_with_an_error_event(
     assert response.status_code == 200
     assert response.headers["x-switchyard-backend"] == "a"
     assert b'"content"' in response.content, "chunks came before the failure"
-    assert openai_error(response.content)["code"] == code
+    if fault == "error-event":  # the backend's own event, relayed as it came
+        assert openai_error(response.content)["message"] == "Emulated failure mid-stream."
+    else:
+        assert openai_error(response.content)["code"] == code
     await assert_not_retried(rig, code, fault)
 
 

@@ -57,8 +57,31 @@ from tests import llama_server_replies as replies
             {"prompt_tokens": 100, "completion_tokens": 1, "prompt_cache_hit_tokens": "64"},
             Usage(100, 1, None),
         ),
+        (
+            # A backend's odd counts read as 0, never an exception on the way back.
+            {"prompt_tokens": "n/a", "completion_tokens": [1]},
+            Usage(0, 0, None),
+        ),
+        (
+            {"prompt_tokens": -3, "completion_tokens": True},
+            Usage(0, 0, None),
+        ),
+        (
+            {"prompt_tokens": 12.0, "completion_tokens": 2.5},
+            Usage(12, 0, None),
+        ),
     ],
-    ids=["plain", "openai", "deepseek", "both", "null-details", "hit-not-a-number"],
+    ids=[
+        "plain",
+        "openai",
+        "deepseek",
+        "both",
+        "null-details",
+        "hit-not-a-number",
+        "counts-not-numbers",
+        "negative-and-bool",
+        "floats",
+    ],
 )
 def test_usage_of(usage: dict[str, Any], expected: Usage) -> None:
     assert usage_of({"usage": usage}) == expected

@@ -1,7 +1,8 @@
 """How a relay judges the end of an OpenAI stream: `[DONE]` or the backend's own error
-event ends it cleanly, anything else gets the gateway's error event, whatever the sizes of
-the chunks the end came in; the same whether the stream is pulled (`relay`) or spliced
-(`Splice`, the chunks pushed from callbacks)."""
+event as the last event ends it, anything else gets the gateway's error event, whatever the
+sizes of the chunks the end came in; a stream that carried the backend's error event is
+relayed as it came and recorded as the backend's failure; the same whether the stream is
+pulled (`relay`) or spliced (`Splice`, the chunks pushed from callbacks)."""
 
 from __future__ import annotations
 
@@ -98,10 +99,9 @@ async def _relayed(stream: Stream, way: str) -> tuple[bytes, StreamOutcome]:
         (EVENT, EVENT, DONE),
         # [DONE] cut in short pieces: the tail is put together across chunks.
         (EVENT, b"data: [DO", b"NE]\n", b"\n"),
-        (EVENT, LONG_ERROR),
-        (EVENT + LONG_ERROR,),
+        (EVENT, b"data: [DONE]\r\n\r\n"),
     ],
-    ids=["done-in-a-long-chunk", "done-alone", "done-in-pieces", "long-error", "one-chunk"],
+    ids=["done-in-a-long-chunk", "done-alone", "done-in-pieces", "done-crlf"],
 )
 async def test_a_stream_that_ends_properly_is_relayed_as_it_came(
     chunks: tuple[bytes], way: str
@@ -113,8 +113,33 @@ async def test_a_stream_that_ends_properly_is_relayed_as_it_came(
 
 @pytest.mark.parametrize(
     "chunks",
-    [(EVENT, EVENT), (EVENT,), (EVENT, DONE + EVENT + EVENT)],
-    ids=["cut", "first-chunk-only", "events-after-done"],
+    [
+        (EVENT, LONG_ERROR),
+        (EVENT + LONG_ERROR,),
+        # vLLM's way: the error event, then [DONE].
+        (EVENT, LONG_ERROR, DONE),
+        # The error event's start split across two of the taps' batches.
+        (EVENT * 250 + b'data: {"err', b'or": {"message": "x"}}\n\n', DONE),
+    ],
+    ids=["long-error", "one-chunk", "error-then-done", "error-across-batches"],
+)
+async def test_a_stream_with_the_backends_error_event_is_relayed_and_its_failure_recorded(
+    chunks: tuple[bytes], way: str
+) -> None:
+    out, outcome = await _relayed(Stream(*chunks), way)
+    assert out == b"".join(chunks), "the backend's own error event reaches the client as it came"
+    assert outcome.status == "upstream_stream_error"
+    assert outcome.error is not None and outcome.error.retryable
+
+
+# Text of the answer that reads "data: [DONE]" is inside a JSON string, never a line.
+QUOTING_DONE = b'data: {"choices": [{"index": 0, "delta": {"content": "then data: [DONE]"}}]}\n\n'
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [(EVENT, EVENT), (EVENT,), (EVENT, DONE + EVENT + EVENT), (EVENT, QUOTING_DONE)],
+    ids=["cut", "first-chunk-only", "events-after-done", "done-in-the-text"],
 )
 async def test_a_stream_that_stops_short_gets_the_gateways_error_event(
     chunks: tuple[bytes], way: str

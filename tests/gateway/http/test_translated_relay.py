@@ -74,7 +74,7 @@ def test_chunks_are_told_in_order_and_summed_up() -> None:
 def test_a_backend_error_event_fails_the_stream_and_nothing_follows() -> None:
     error = b'data: {"error": "engine fell over"}\n\n'
     translator, out = feed_in_pieces(Recorder(), chunk({"content": "a"}) + error + DONE)
-    assert out == b"<start><a><fail bad_gateway>"
+    assert out == b"<start><a><fail upstream_stream_error>"
     assert translator.finished and translator.failure is None
 
 

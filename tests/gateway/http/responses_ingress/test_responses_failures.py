@@ -45,7 +45,7 @@ async def test_no_backend_left_is_an_openai_error(
 @pytest.mark.parametrize(
     ("faults", "code", "message"),
     [
-        ({"error_event_after_chunks": 3}, "bad_gateway", "backend ended the stream"),
+        ({"error_event_after_chunks": 3}, "upstream_stream_error", "backend ended the stream"),
         ({"cut_stream_after_chunks": 3}, "upstream_protocol_error", "broke the connection"),
     ],
     ids=["backend error event", "connection cut"],
