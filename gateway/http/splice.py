@@ -12,7 +12,8 @@ through the same `RelayState`. A translating ingress's stream is spliced too, it
 events written from the same callback (`Shape`).
 
 Flow control: when the client's transport asks writers to pause, the splice pauses reading
-the backend until uvicorn says the client can take more.
+the backend until uvicorn says the client can take more, or until the request's deadline,
+which then ends the stream.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from gateway.errors import SwitchyardError
 from gateway.http.streaming import RelayState
 from providers.base import PipeableStream, StreamValve
 from providers.errors import UpstreamProtocolError
+
+INF = float("inf")
 
 
 class BodyWriter(Protocol):
@@ -222,7 +225,16 @@ class Splice:
 
     async def _resume(self) -> None:
         assert self._writer is not None
-        await self._writer.writable()
+        left = self._state.left_s()
+        try:
+            # A client that stops reading holds the backend no longer than the request's
+            # deadline: then the stream ends (the error event waits in the client's buffer).
+            await asyncio.wait_for(self._writer.writable(), None if left == INF else left)
+        except TimeoutError:
+            self._drain = None
+            if not self._closed:
+                self._fail(self._state.overdue())
+            return
         self._drain = None
         if not self._closed and self._valve is not None:
             self._valve.resume()

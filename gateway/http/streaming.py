@@ -140,6 +140,10 @@ class RelayState:
             self.late = True
         return chunk if self._rename is None else self._rename.feed(chunk)
 
+    def left_s(self) -> float:
+        """Seconds left before the request's deadline (negative past it)."""
+        return self._deadline - self._clock()
+
     def overdue(self) -> UpstreamTimeout:
         # The gateway's own deadline, not the backend's fault: its own code, which the
         # quality signals do not count as an error of the backend.

@@ -243,3 +243,65 @@ async def test_a_client_that_cannot_keep_up_pauses_the_backend() -> None:
     assert b"".join(client.parts) == b"".join(chunks)
     assert stream.pauses >= 4 and client.waits == stream.pauses
     assert stream.closed
+
+
+class _Paced:
+    """A piped upstream stream that hands a chunk every 10 ms, pausable."""
+
+    content_type = "text/event-stream"
+    rate_limit: RateLimitSignal | None = None
+    first_chunk = b'data: {"choices": []}\n\n'
+    can_pipe = True
+
+    def __init__(self) -> None:
+        self.paused = False
+        self.closed = False
+        self._task: asyncio.Task[None] | None = None
+
+    def pipe(self, sink: StreamSink) -> StreamValve:
+        async def feed() -> None:
+            while True:
+                await asyncio.sleep(0.01)
+                if not self.paused:
+                    sink.data(b'data: {"choices": []}\n\n')
+
+        self._task = asyncio.ensure_future(feed())
+        return self
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        self.paused = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+        if self._task is not None:
+            self._task.cancel()
+
+
+class _StoppedReader:
+    """A client that has stopped reading: its buffer is full from the first write on."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, data: bytes) -> bool:
+        if data:
+            self.parts.append(data)
+        return True
+
+    async def writable(self) -> None:
+        await asyncio.Event().wait()  # never
+
+
+async def test_a_client_that_stops_reading_holds_the_backend_only_until_the_deadline() -> None:
+    loop = asyncio.get_running_loop()
+    outcome = StreamOutcome()
+    upstream = _Paced()
+    state = RelayState(loop.time() + 0.3, outcome, upstream.content_type, clock=loop.time)
+    client = _StoppedReader()
+    await asyncio.wait_for(Splice(upstream, state).run(client), 3)  # type: ignore[arg-type]
+    assert upstream.paused and upstream.closed, "the backend was paused, then let go"
+    assert outcome.status == "request_deadline", "the client's slowness, not the backend's"
+    assert client.parts[-1].startswith(b'data: {"error"')
