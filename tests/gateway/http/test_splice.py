@@ -19,6 +19,7 @@ from gateway.http.streaming import RelayState, StreamOutcome
 from providers.base import StreamSink, StreamValve
 from providers.rate_limits import RateLimitSignal
 from tests.conftest import RunningGateway
+from tests.gateway.http.test_relay_end import Body
 
 CHAT: dict[str, Any] = {
     "model": "default",
@@ -280,15 +281,11 @@ class _Paced:
             self._task.cancel()
 
 
-class _StoppedReader:
+class _StoppedReader(Body):
     """A client that has stopped reading: its buffer is full from the first write on."""
 
-    def __init__(self) -> None:
-        self.parts: list[bytes] = []
-
     def write(self, data: bytes) -> bool:
-        if data:
-            self.parts.append(data)
+        super().write(data)
         return True
 
     async def writable(self) -> None:
