@@ -8,7 +8,8 @@ the `event:` line is redundant and skipped with comments and other fields.
 from __future__ import annotations
 
 MAX_PENDING_BYTES = 8 * 1024 * 1024
-"""An unfinished line longer than this is a broken stream, not an event to wait for."""
+"""An unfinished line, or an unfinished event's data lines, longer than this is a broken
+stream, not an event to wait for."""
 
 
 class SseDecodeError(ValueError):
@@ -16,11 +17,14 @@ class SseDecodeError(ValueError):
 
 
 class SseDecoder:
-    __slots__ = ("_data", "_partial")
+    __slots__ = ("_data", "_data_bytes", "_partial", "_partial_bytes")
 
     def __init__(self) -> None:
-        self._partial = b""
+        self._partial: list[bytes] = []
+        """The pieces of an unfinished line, joined once its end comes (not per read)."""
+        self._partial_bytes = 0
         self._data: list[bytes] = []
+        self._data_bytes = 0
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The payloads of the events that `chunk` completes, in order."""
@@ -33,9 +37,19 @@ class SseDecoder:
             and b"\r" not in chunk
         ):
             return [chunk[6:-2]]  # the usual read of a stream: one event, one data line
-        *lines, self._partial = (self._partial + chunk).split(b"\n")
-        if len(self._partial) > MAX_PENDING_BYTES:
+        if b"\n" not in chunk:
+            self._partial.append(chunk)
+            self._partial_bytes += len(chunk)
+            if self._partial_bytes > MAX_PENDING_BYTES:
+                raise SseDecodeError(f"an event line exceeds {MAX_PENDING_BYTES} bytes")
+            return []
+        if self._partial:
+            chunk = b"".join(self._partial) + chunk
+        *lines, rest = chunk.split(b"\n")
+        if len(rest) > MAX_PENDING_BYTES:
             raise SseDecodeError(f"an event line exceeds {MAX_PENDING_BYTES} bytes")
+        self._partial = [rest] if rest else []
+        self._partial_bytes = len(rest)
         payloads: list[bytes] = []
         for line in lines:
             line = line.removesuffix(b"\r")
@@ -44,7 +58,11 @@ class SseDecoder:
                 if self._data:
                     payloads.append(b"\n".join(self._data))
                     self._data = []
+                    self._data_bytes = 0
             elif line.startswith(b"data:"):
-                value = line[len(b"data:") :]
-                self._data.append(value.removeprefix(b" "))
+                value = line[len(b"data:") :].removeprefix(b" ")
+                self._data.append(value)
+                self._data_bytes += len(value)
+                if self._data_bytes > MAX_PENDING_BYTES:
+                    raise SseDecodeError(f"an event's data exceeds {MAX_PENDING_BYTES} bytes")
         return payloads

@@ -227,6 +227,21 @@ def test_the_decoder_joins_multiline_data_and_bounds_a_runaway_line() -> None:
         decoder.feed(b"data: " + b"x" * (8 * 1024 * 1024 + 1))
 
 
+def test_the_decoder_bounds_a_line_in_many_reads_and_an_event_of_many_lines() -> None:
+    line = SseDecoder()
+    piece = b"x" * (64 * 1024)
+    with pytest.raises(SseDecodeError):
+        for _ in range(8 * 16 + 1):  # 8 MiB and a piece, no newline: pieces kept, not rejoined
+            line.feed(piece)
+    event = SseDecoder()
+    with pytest.raises(SseDecodeError):
+        for _ in range(8 * 16 + 1):  # data lines without the blank line that ends an event
+            event.feed(b"data: " + piece + b"\n")
+    long = SseDecoder()
+    assert long.feed(b"data: " + piece) == []
+    assert long.feed(piece) == [] and long.feed(b"\n\n") == [piece + piece]
+
+
 @pytest.mark.parametrize(
     "reads",
     [
@@ -235,8 +250,9 @@ def test_the_decoder_joins_multiline_data_and_bounds_a_runaway_line() -> None:
         [b"data: {}\r\n\r\n", b"data: [DONE]\r\n\r\n"],  # CRLF lines
         [b"data:", b" {}\n\n", b"data: [DONE]\n\n"],  # split in the field name
         [b"data: {}\n\ndata: [DONE]\n\n"],  # two events in one read
+        [b"da", b"ta: {", b"}", b"\n\nda", b"ta: [DONE]", b"\r\n\r\n"],  # lines in pieces
     ],
-    ids=["whole", "split-blank", "crlf", "split-field", "two"],
+    ids=["whole", "split-blank", "crlf", "split-field", "two", "pieces"],
 )
 def test_the_decoder_gives_the_same_payloads_however_the_reads_fall(reads: list[bytes]) -> None:
     decoder = SseDecoder()
