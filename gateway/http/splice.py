@@ -19,6 +19,7 @@ which then ends the stream.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Protocol
 
 from starlette.types import Send
@@ -30,6 +31,8 @@ from providers.base import PipeableStream, StreamValve
 from providers.errors import UpstreamProtocolError
 
 INF = float("inf")
+
+logger = logging.getLogger("switchyard")
 
 
 class BodyWriter(Protocol):
@@ -154,22 +157,33 @@ class Splice:
         # Per chunk: kept short, it runs from the upstream connection's callback.
         if self._closed:
             return
-        state = self._state
-        out = state.chunk(chunk)
-        if self._shape is not None:
-            if not self._relay(out):
-                return
-        else:  # the usual case, without `_relay`'s calls
-            writer = self._writer
-            assert writer is not None
-            if writer.write(out):
-                self._hold()
-        if state.late:
-            self._fail(state.overdue())
+        try:
+            state = self._state
+            out = state.chunk(chunk)
+            if self._shape is not None:
+                if not self._relay(out):
+                    return
+            else:  # the usual case, without `_relay`'s calls
+                writer = self._writer
+                assert writer is not None
+                if writer.write(out):
+                    self._hold()
+            if state.late:
+                self._fail(state.overdue())
+        except Exception:  # raised into the connection, it would read as the backend's
+            logger.exception("relaying a stream chunk failed in the gateway")
+            self._bug()
 
     def end(self, error: Exception | None) -> None:
         if self._closed:
             return
+        try:
+            self._end(error)
+        except Exception:  # as in `data`
+            logger.exception("ending a relayed stream failed in the gateway")
+            self._bug()
+
+    def _end(self, error: Exception | None) -> None:
         if error is not None:
             self._fail(
                 error
@@ -188,6 +202,17 @@ class Splice:
         if self._shape is not None:
             self._write(self._shape.end())
         self._close()
+
+    def _bug(self) -> None:
+        """The gateway's own code broke in a callback: end the stream with the gateway's
+        error (not retryable, so not counted against the backend)."""
+        if self._closed:
+            return
+        try:
+            self._fail(SwitchyardError("internal error in the gateway while relaying the stream"))
+        except Exception:  # the error event itself could not be written: end it anyway
+            logger.exception("the error event of a broken relay could not be written")
+            self._close()
 
     def _relay(self, data: bytes) -> bool:
         """Write `data` in the client's format; False when that ended the client's stream."""

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from gateway.errors import SwitchyardError
 from gateway.http.splice import Splice
 from gateway.http.streaming import RelayState, StreamOutcome, relay
 from providers.base import StreamSink, StreamValve
@@ -148,3 +149,38 @@ async def test_a_stream_that_stops_short_gets_the_gateways_error_event(
     assert out.startswith(b"".join(chunks))
     assert out[len(b"".join(chunks)) :].startswith(b'data: {"error"')
     assert outcome.error is not None and outcome.status == outcome.error.code
+
+
+class BrokenShape:
+    """A client format whose translation has a bug on the second chunk."""
+
+    done = False
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def chunk(self, data: bytes) -> bytes:
+        self.seen += 1
+        if self.seen == 2:
+            raise RuntimeError("a bug in the gateway")
+        return data
+
+    def end(self) -> bytes:
+        return b""
+
+    def failed(self, state: RelayState, exc: Exception) -> bytes:
+        assert isinstance(exc, SwitchyardError)
+        state.failed(exc)
+        return b"<failed %b>" % (exc.code or "").encode()
+
+
+async def test_a_bug_in_a_splice_callback_is_the_gateways_error_not_the_backends() -> None:
+    stream = Stream(EVENT, EVENT, EVENT, DONE)
+    outcome = StreamOutcome()
+    state = RelayState(float("inf"), outcome, stream.content_type)
+    body = Body()
+    await asyncio.wait_for(Splice(stream, state, BrokenShape()).run(body), 5)
+    assert b"".join(body.parts) == EVENT + b"<failed internal_error>"
+    assert outcome.status == "internal_error" and outcome.error is not None
+    assert not outcome.error.retryable, "not counted against the backend"
+    assert stream.closed
