@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from typing import Protocol
 
 from starlette.types import Send
@@ -29,8 +30,6 @@ from gateway.errors import SwitchyardError
 from gateway.http.streaming import RelayState
 from providers.base import PipeableStream, StreamValve
 from providers.errors import UpstreamProtocolError
-
-INF = float("inf")
 
 logger = logging.getLogger("switchyard")
 
@@ -254,7 +253,7 @@ class Splice:
         try:
             # A client that stops reading holds the backend no longer than the request's
             # deadline: then the stream ends (the error event waits in the client's buffer).
-            await asyncio.wait_for(self._writer.writable(), None if left == INF else left)
+            await asyncio.wait_for(self._writer.writable(), None if math.isinf(left) else left)
         except TimeoutError:
             self._drain = None
             if not self._closed:

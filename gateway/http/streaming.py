@@ -89,8 +89,9 @@ class StreamOutcome:
         if self.collector is not None:
             self.collector.feed(data)
         if not self.error_event:
-            edge = self._tail[-len(_ERROR_EVENT) :] + data[: len(_ERROR_EVENT)]
-            self.error_event = _ERROR_EVENT in data or _ERROR_EVENT in edge
+            self.error_event = _ERROR_EVENT in data or _ERROR_EVENT in (
+                self._tail[-len(_ERROR_EVENT) :] + data[: len(_ERROR_EVENT)]  # across batches
+            )
         self._tail = data if len(data) >= _TAIL_BYTES else (self._tail + data)[-_TAIL_BYTES:]
 
     @property
@@ -164,9 +165,7 @@ class RelayState:
         outcome = self.outcome
         last = outcome.tail.rstrip().rsplit(b"\n", 1)[-1].rstrip()
         if outcome.error_event and outcome.error is None:
-            outcome.error = UpstreamError(
-                "backend sent an error event in its stream", code="upstream_stream_error"
-            )
+            outcome.error = backend_error_event()
             outcome.status = "upstream_stream_error"
         if last != _DONE and not last.startswith(_ERROR_EVENT):
             raise UpstreamProtocolError("backend ended the stream without [DONE]")
@@ -176,6 +175,14 @@ class RelayState:
         self.outcome.error = exc
         self.outcome.status = exc.code or "error"
         return self.held() + error_event(exc)
+
+
+def backend_error_event() -> UpstreamError:
+    """The backend sent its own error event mid-stream. Its message is not quoted: it may
+    echo the request, the provider's key with it."""
+    return UpstreamError(
+        "backend ended the stream with an error event", code="upstream_stream_error"
+    )
 
 
 async def relay(stream: UpstreamStream, state: RelayState) -> AsyncIterator[bytes]:

@@ -28,9 +28,9 @@ from gateway.http.openai_reply import (
     read_chunk,
     read_document,
 )
-from gateway.http.streaming import RelayState, StreamOutcome
+from gateway.http.streaming import RelayState, StreamOutcome, backend_error_event
 from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
-from providers.errors import ApiError, UpstreamError, UpstreamProtocolError
+from providers.errors import ApiError, UpstreamProtocolError
 from providers.usage import Usage
 
 DONE = b"[DONE]"
@@ -131,12 +131,8 @@ class TranslatedStream:
             chunk, usage = read_chunk(payload)
             self._opened = True
         if chunk.error is not None:
-            # Not quoted: a backend's error may echo the request, the provider's key with it.
-            # The relay records the event as the backend's failure (`RelayState.check_end`).
-            ended = UpstreamError(
-                "backend ended the stream with an error event", code="upstream_stream_error"
-            )
-            return self.fail(ended)
+            # The relay records it as the backend's failure too (`RelayState.check_end`).
+            return self.fail(backend_error_event())
         out = events.start(chunk)
         summary.usage = usage or summary.usage
         choice = chunk.first

@@ -37,19 +37,18 @@ class SseDecoder:
             and b"\r" not in chunk
         ):
             return [chunk[6:-2]]  # the usual read of a stream: one event, one data line
-        if b"\n" not in chunk:
+        lines: list[bytes] = []
+        if b"\n" not in chunk:  # more of an unfinished line: kept, joined when it ends
             self._partial.append(chunk)
             self._partial_bytes += len(chunk)
-            if self._partial_bytes > MAX_PENDING_BYTES:
-                raise SseDecodeError(f"an event line exceeds {MAX_PENDING_BYTES} bytes")
-            return []
-        if self._partial:
-            chunk = b"".join(self._partial) + chunk
-        *lines, rest = chunk.split(b"\n")
-        if len(rest) > MAX_PENDING_BYTES:
+        else:
+            if self._partial:
+                chunk = b"".join(self._partial) + chunk
+            *lines, rest = chunk.split(b"\n")
+            self._partial = [rest] if rest else []
+            self._partial_bytes = len(rest)
+        if self._partial_bytes > MAX_PENDING_BYTES:
             raise SseDecodeError(f"an event line exceeds {MAX_PENDING_BYTES} bytes")
-        self._partial = [rest] if rest else []
-        self._partial_bytes = len(rest)
         payloads: list[bytes] = []
         for line in lines:
             line = line.removesuffix(b"\r")
