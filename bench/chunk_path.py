@@ -18,13 +18,13 @@ from __future__ import annotations
 import asyncio
 import time
 
-from gateway.http.splice import Splice
-from gateway.http.streaming import RelayState, StreamOutcome
-from gateway.quality.collect import StreamCollector
-from providers.h1_connection import H1Connection
-from providers.h1_response import H1Response
-from providers.http_stream import HttpStream
-from providers.upstream_errors import UpstreamErrors
+from gateway.http.relay.splice import Splice
+from gateway.http.relay.streaming import RelayState, StreamOutcome
+from gateway.quality.signals.collect import StreamCollector
+from providers.transport.h1_connection import H1Connection
+from providers.transport.h1_response import H1Response
+from providers.transport.http_stream import HttpStream
+from providers.transport.upstream_errors import UpstreamErrors
 
 EVENT = (
     b'data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m",'

@@ -45,7 +45,7 @@ from bench.cpu_turns import Cell, chunk_us, idle_turn, load_turn
 from bench.load import INGRESS_PATHS, Target, request_bytes
 from bench.procs import Server, free_port, install_interrupts, pin_self, sample
 from bench.targets import INSTANT, MAIN_BIN, PACED, Engine, _ready_or_stopped, start_emulator
-from gateway.config import parse_config
+from gateway.config.root import parse_config
 
 SERVER_CPUS = {0}
 CLIENT_CPUS = {1}

@@ -14,18 +14,18 @@ from typing import Any
 
 import orjson
 
-from gateway.config import Config
+from gateway.config.root import Config
 from gateway.fleet.state import FleetState
 from gateway.http.wire import parse_body, traits_of
 from gateway.prefix.fingerprint import Fingerprinter
 from gateway.prefix.token_count import TokenCounter
-from gateway.quality.book import QualityBook
-from gateway.quality.collect import collect_body, observation_fields
-from gateway.quality.observation import Observation
-from gateway.quality.passive import QualityRecorder, request_context
-from gateway.quality.signals import evaluate
-from gateway.routing import Router
-from policies import build_pipelines
+from gateway.quality.book.quality_book import QualityBook
+from gateway.quality.signals.collect import collect_body, observation_fields
+from gateway.quality.signals.observation import Observation
+from gateway.quality.signals.passive import QualityRecorder, request_context
+from gateway.quality.signals.rules import evaluate
+from gateway.routing.router import Router
+from policies.profiles import build_pipelines
 from policies.snapshot import Endpoint
 from providers.usage import usage_from_body
 

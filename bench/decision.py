@@ -43,14 +43,14 @@ from bench.decision_workload import (
     fleet_config,
 )
 from bench.overhead import machine
-from gateway.config import Config, RouteConfig
+from gateway.config.root import Config, RouteConfig
 from gateway.fleet.state import FleetState
 from gateway.http.wire import parse_body, traits_of
 from gateway.prefix.fingerprint import Fingerprint, Fingerprinter
 from gateway.prefix.token_count import TokenCounter
-from gateway.quality.book import QualityBook
-from gateway.routing import RequestTraits, Router
-from policies import build_pipelines
+from gateway.quality.book.quality_book import QualityBook
+from gateway.routing.router import RequestTraits, Router
+from policies.profiles import build_pipelines
 from policies.snapshot import Endpoint
 
 ENDPOINT: Endpoint = "chat.completions"

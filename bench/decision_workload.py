@@ -16,7 +16,7 @@ import orjson
 import yaml
 
 from gateway.cli import embedded_config_path
-from gateway.config import Config, parse_config
+from gateway.config.root import Config, parse_config
 from gateway.prefix.token_count import TokenCounter
 
 ROUTE = "default"

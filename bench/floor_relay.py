@@ -1,12 +1,12 @@
 """The floor under a pulled relay on the gateway's own stack: uvicorn and the lean upstream
 client, and nothing else (each chunk read by the response's task and sent through ASGI;
-the gateway splices its streams instead, `gateway/http/splice.py`).
+the gateway splices its streams instead, `gateway/http/relay/splice.py`).
 
 Usage:
     python -m bench.floor_relay LISTEN_PORT UPSTREAM_PORT
 
 An ASGI app on uvicorn (httptools, uvloop, no access log) that POSTs each request's body to
-the engine with `providers.h1_client.H1Pool` and answers with what came back: a whole
+the engine with `providers.transport.h1_client.H1Pool` and answers with what came back: a whole
 answer with its length, a stream chunk by chunk as it comes. No auth, parsing, routing,
 accounting, quality tap or telemetry: what it costs per request and per SSE chunk is what
 the server and the client the gateway runs on cost before the gateway does anything.
@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from gateway.http.server import run as serve_one
-from providers.h1_client import H1Pool
+from providers.transport.h1_client import H1Pool
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

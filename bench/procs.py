@@ -188,6 +188,10 @@ class Server:
         if cpus:
             _pin(self.pid, cpus)
 
+    def exited(self) -> bool:
+        """Whether the process has ended."""
+        return self._popen.poll() is not None
+
     def wait_ready(self, url: str, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -19,18 +19,19 @@ from typing import Any
 
 import orjson
 
-from emulator import EmulatorServer, EmulatorSettings
-from emulator.settings import Faults
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings, Faults
 from gateway.prefix.fingerprint import Fingerprinter
 from gateway.prefix.token_count import TokenCounter
-from gateway.quality.book import QualityBook
-from gateway.quality.collect import StreamCollector, collect_body
+from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.config import ProbeConfig, QualityConfig
-from gateway.quality.passive import QualityRecorder, request_context
-from gateway.quality.prober import Prober
-from policies.quality_filter import QualityFilter
+from gateway.quality.probes.prober import Prober
+from gateway.quality.signals.collect import StreamCollector, collect_body
+from gateway.quality.signals.passive import QualityRecorder, request_context
+from policies.filters.quality_filter import QualityFilter
 from policies.snapshot import BackendView, QualityView, RequestInfo, Snapshot
-from providers import Deadlines, OpenAICompatibleProvider, UpstreamRequest
+from providers.base import Deadlines, UpstreamRequest
+from providers.openai_compatible import OpenAICompatibleProvider
 
 MODEL = "emulated-model"
 _DEADLINES = Deadlines(connect_s=10.0, first_byte_s=30.0, between_chunks_s=30.0)

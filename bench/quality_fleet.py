@@ -33,11 +33,12 @@ from typing import Any
 import httpx
 import orjson
 
-from emulator import EmulatorServer, EmulatorSettings
 from emulator.loopback import LoopbackServer
-from gateway.config import parse_config
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
+from gateway.config.root import parse_config
 from gateway.http.app import create_app
-from gateway.quality.book import QualityBook
+from gateway.quality.book.quality_book import QualityBook
 
 MODEL = "emulated-model"
 FLEET: dict[str, dict[str, Any]] = {

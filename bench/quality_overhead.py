@@ -13,9 +13,10 @@ from typing import Any
 
 import httpx
 
-from emulator import EmulatorServer, EmulatorSettings
 from emulator.loopback import LoopbackServer
-from gateway.config import parse_config
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
+from gateway.config.root import parse_config
 from gateway.http.app import create_app
 
 REQUESTS_PER_ROUND = 300

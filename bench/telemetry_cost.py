@@ -21,13 +21,14 @@ from typing import Any
 
 import httpx
 
-from emulator import EmulatorServer, EmulatorSettings
 from emulator.loopback import LoopbackServer
-from gateway.config import parse_config
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
+from gateway.config.root import parse_config
 from gateway.http.app import create_app
-from gateway.service import Gateway
-from gateway.store import StoreWriter
+from gateway.process.service import Gateway
 from gateway.store.config import StoreConfig
+from gateway.store.writer import StoreWriter
 from gateway.telemetry.record import RequestRecord
 from gateway.telemetry.store_sink import StoreSink
 from policies.prices import NO_PRICES

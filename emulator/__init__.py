@@ -1,23 +1,5 @@
-"""Emulated OpenAI-compatible inference engine for tests, embedded mode and benchmarks."""
+"""Emulated OpenAI-compatible inference engine for tests, embedded mode and benchmarks.
 
-from emulator.app import create_app
-from emulator.fleet import EmulatorFleet
-from emulator.metrics import EngineSnapshot
-from emulator.runtime_state import EmulatorRuntime, EmulatorStats
-from emulator.server import EmulatorServer
-from emulator.settings import EmulatorOptions, EmulatorSettings, Faults
-from emulator.timing import LinearTiming, TimingModel
-
-__all__ = [
-    "EmulatorFleet",
-    "EmulatorOptions",
-    "EmulatorRuntime",
-    "EmulatorServer",
-    "EmulatorSettings",
-    "EmulatorStats",
-    "EngineSnapshot",
-    "Faults",
-    "LinearTiming",
-    "TimingModel",
-    "create_app",
-]
+Nothing is imported here: a config that names an emulated backend loads what it starts
+(`emulator.server`), and a gateway without one loads no emulator module at all.
+"""

@@ -17,17 +17,17 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from emulator import anthropic_format, gemini_format
-from emulator.anthropic_format import VERSION_HEADER, AnthropicFormat
-from emulator.api_format import ApiFormat, Failure
-from emulator.gemini_format import GeminiFormat
+from emulator.engine.metrics import prometheus_text
+from emulator.engine.runtime_state import EmulatorRuntime
 from emulator.inference_path import InferencePath
-from emulator.metrics import prometheus_text
-from emulator.openai_format import OpenAIFormat
-from emulator.runtime_state import EmulatorRuntime
 from emulator.settings import Faults
 from emulator.timed_response import TimedResponse
-from emulator.wire_format import error_body
+from emulator.wire import anthropic_format, gemini_format
+from emulator.wire.anthropic_format import VERSION_HEADER, AnthropicFormat
+from emulator.wire.api_format import ApiFormat, Failure
+from emulator.wire.gemini_format import GeminiFormat
+from emulator.wire.openai_bodies import error_body
+from emulator.wire.openai_format import OpenAIFormat
 
 _JSON = "application/json"
 _PROMETHEUS = "text/plain; version=0.0.4"

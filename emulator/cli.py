@@ -9,12 +9,12 @@ import logging
 import signal
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
-
-from emulator.fleet import EmulatorFleet
 from emulator.settings import EmulatorSettings, Faults
+
+if TYPE_CHECKING:
+    from emulator.fleet import EmulatorFleet
 
 # (flag, settings field, type); argparse defaults are None so pydantic's defaults apply.
 _SETTING_FLAGS: list[tuple[str, str, type]] = [
@@ -63,6 +63,16 @@ _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--flap-status", "flap_status", int),
 ]
 _CHOICES = {"cost_model": ("linear", "batched")}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """`switchyard emulate`'s arguments: its own parser, built when the command runs (the
+    settings model it reads is not loaded for the rest of the CLI)."""
+    parser = argparse.ArgumentParser(
+        prog="switchyard emulate", description="Run an emulated OpenAI-compatible engine."
+    )
+    add_arguments(parser)
+    return parser.parse_args(argv)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -127,6 +137,10 @@ def settings_from_args(args: argparse.Namespace) -> EmulatorSettings:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until interrupted; prints one ready line with the base URL per engine."""
+    import uvicorn  # imported by the command, not the parser: `switchyard --help` builds both
+
+    from emulator.fleet import EmulatorFleet
+
     try:
         fleet = EmulatorFleet(args.fleet, settings_from_args(args), host=args.host, port=args.port)
     except ValueError as exc:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
+from emulator.content.tool_faults import TOOL_FAULT_KINDS, ToolFault
 from emulator.request_parsing import GenerationRequest
 from emulator.settings import Faults
-from emulator.tool_faults import TOOL_FAULT_KINDS, ToolFault
 
 
 @dataclass(slots=True)

@@ -12,7 +12,24 @@ from typing import Any
 
 from starlette.requests import Request
 
-from emulator.api_format import (
+from emulator.content.generation import (
+    AnswerStyle,
+    ChoiceOutput,
+    embedding_vector,
+    encode_base64_floats,
+    generate_choices,
+)
+from emulator.content.needle import needle_answer, needle_key
+from emulator.content.text import CHARS_PER_TOKEN
+from emulator.engine.context_window import VisiblePrompt
+from emulator.engine.pacing import Pacer
+from emulator.engine.runtime_state import EmulatorRuntime
+from emulator.fault_injection import RequestFaults
+from emulator.rate_limits import RateState
+from emulator.request_parsing import BadRequest, parse_embeddings, parse_json_body
+from emulator.timed_response import TimedResponse
+from emulator.timeline import Timeline, plan_timeline
+from emulator.wire.api_format import (
     JSON_HEADERS,
     SSE_HEADERS,
     ApiFormat,
@@ -21,26 +38,9 @@ from emulator.api_format import (
     Headers,
     Inbound,
 )
-from emulator.context_window import VisiblePrompt
-from emulator.fault_injection import RequestFaults
-from emulator.generation import (
-    AnswerStyle,
-    ChoiceOutput,
-    embedding_vector,
-    encode_base64_floats,
-    generate_choices,
-)
-from emulator.needle import needle_answer, needle_key
-from emulator.openai_format import OpenAIFormat
-from emulator.pacing import Pacer
-from emulator.rate_limits import RateState
-from emulator.request_parsing import BadRequest, parse_embeddings, parse_json_body
-from emulator.runtime_state import EmulatorRuntime
-from emulator.stream_events import StepEvent
-from emulator.text import CHARS_PER_TOKEN
-from emulator.timed_response import TimedResponse
-from emulator.timeline import Timeline, plan_timeline
-from emulator.wire_format import Payload, embeddings_body
+from emulator.wire.openai_bodies import Payload, embeddings_body
+from emulator.wire.openai_format import OpenAIFormat
+from emulator.wire.stream_events import StepEvent
 
 _STREAM_ERROR = "Emulated failure mid-stream."
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from emulator.text import estimate_tokens
+from emulator.content.text import estimate_tokens
 
 DEFAULT_MAX_TOKENS = 16
 # Bounds keep one request from allocating gigabytes of pre-rendered chunks.

@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import TracebackType
 
 from emulator.app import create_app
+from emulator.engine.runtime_state import EmulatorRuntime
 from emulator.loopback import LoopbackServer
-from emulator.runtime_state import EmulatorRuntime
 from emulator.settings import EmulatorSettings
 
 

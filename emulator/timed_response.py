@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from starlette.types import Message, Receive, Scope, Send
 
-from emulator.pacing import LinearPacer, Pacer
-from emulator.runtime_state import EmulatorStats
-from emulator.wire_format import Payload
+from emulator.engine.pacing import LinearPacer, Pacer
+from emulator.engine.runtime_state import EmulatorStats
+from emulator.wire.openai_bodies import Payload
 
 # (offset in the pacer's unit, payload); offsets never decrease.
 TimedEvent = tuple[float, Payload]

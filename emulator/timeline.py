@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from emulator.context_window import VisiblePrompt
-from emulator.generation import ChoiceOutput
-from emulator.pacing import LinearPacer, Pacer, SequencePacer
+from emulator.content.generation import ChoiceOutput
+from emulator.engine.context_window import VisiblePrompt
+from emulator.engine.pacing import LinearPacer, Pacer, SequencePacer
+from emulator.engine.runtime_state import BatchedEngine, EmulatorRuntime
+from emulator.engine.scheduler import EngineSequence
 from emulator.provider_cache import CachePiece, CacheUse, ProviderPromptCache
 from emulator.request_parsing import BadRequest
-from emulator.runtime_state import BatchedEngine, EmulatorRuntime
-from emulator.scheduler import EngineSequence
-from emulator.stream_events import UsageSource
-from emulator.wire_format import Json, usage
+from emulator.wire.openai_bodies import Json, usage
+from emulator.wire.stream_events import UsageSource
 
 
 @dataclass(frozen=True, slots=True)

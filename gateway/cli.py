@@ -10,16 +10,20 @@ import sys
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from gateway.config import Config, ConfigError, load_config
-from gateway.errors import SwitchyardError
-from gateway.telemetry.config import AccessLogMode
-from gateway.terminal import banner, logging_config, serve_logging_config
+from gateway.errors import ConfigError, SwitchyardError
+from gateway.process.terminal import logging_config
+
+if TYPE_CHECKING:
+    from gateway.config.root import Config
+    from gateway.telemetry.config import AccessLogMode
 
 EMBEDDED_CONFIG = "embedded.yaml"
+KEYS_HELP = "create, list, rotate and revoke virtual client keys"
+ENGINES_HELP = "start, stop and list real llama.cpp engines on this machine"
 RESILIENCE_BENCHES = ("hold", "soak", "kill-backend", "store-outage")
 """Load and soak scenarios (bench/resilience/), one command each."""
 
@@ -29,15 +33,19 @@ def embedded_config_path() -> Path:
 
 
 def _load(path: str | None) -> Config:
+    # Each command imports what it runs: `switchyard --help` loads no config schema.
+    from gateway.config.root import load_config
+
     return load_config(path or embedded_config_path())
 
 
 def _serve(args: argparse.Namespace) -> int:
     from gateway.http.app import create_app
     from gateway.http.server import run as serve_one
-    from gateway.store import resolve_url
+    from gateway.process.terminal import banner
+    from gateway.process.workers import prepare_metrics_dir, prepare_workers, serve_workers
+    from gateway.store.config import resolve_url
     from gateway.tenancy.wiring import check_exposure, read_settings
-    from gateway.workers import prepare_metrics_dir, prepare_workers, serve_workers
 
     config = _with_access_log(_load(args.config), args.access_log)
     resolve_url(config.store)  # fail here, with a message, not in the lifespan
@@ -72,13 +80,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _reread(path: Path, mode: AccessLogMode | None) -> Config:
     """The config file again, as `serve` runs it (a reload)."""
-    return _with_access_log(load_config(path), mode)
+    return _with_access_log(_load(str(path)), mode)
 
 
 def _uvicorn_options(
     args: argparse.Namespace, config: Config, host: str, port: int
 ) -> dict[str, Any]:
-    from gateway.runtime import CUT_GRACE_S
+    from gateway.process.runtime import CUT_GRACE_S
+    from gateway.process.terminal import serve_logging_config
 
     return {
         "host": host,
@@ -112,7 +121,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _explain(args: argparse.Namespace) -> int:
-    from gateway.explain import explain_request
+    from gateway.routing.explain import explain_request
 
     config = _load(args.config)
     raw = sys.stdin.buffer.read() if args.request == "-" else Path(args.request).read_bytes()
@@ -169,7 +178,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _emulate(args: argparse.Namespace) -> int:
     from emulator import cli as emulator_cli
 
-    return emulator_cli.run(args)
+    return emulator_cli.run(emulator_cli.parse(args.emulate_argv))
 
 
 def _db(args: argparse.Namespace) -> int:
@@ -177,8 +186,8 @@ def _db(args: argparse.Namespace) -> int:
 
     from alembic.util import CommandError
 
-    from gateway.store import DATABASE_URL_ENV, redact_url, resolve_url
-    from gateway.store.database import DATABASE_ERRORS, describe_error
+    from gateway.store.config import DATABASE_URL_ENV, resolve_url
+    from gateway.store.database import DATABASE_ERRORS, describe_error, redact_url
 
     url = resolve_url(_load(args.config).store)
     if url is None:
@@ -235,7 +244,9 @@ def _header(text: str) -> str:
     return text
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser; `command` (the first argument) adds that command's own arguments
+    where the command keeps them in its own module."""
     parser = argparse.ArgumentParser(prog="switchyard", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -308,24 +319,41 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
 
-    from emulator import cli as emulator_cli
-
-    emulate = sub.add_parser("emulate", help="run an emulated OpenAI-compatible engine")
-    emulator_cli.add_arguments(emulate)
+    # Its arguments, read off the emulator's settings model, are parsed by the emulator's
+    # own parser when the command runs (`switchyard emulate --help` lists them).
+    emulate = sub.add_parser(
+        "emulate", help="run an emulated OpenAI-compatible engine", add_help=False
+    )
     emulate.set_defaults(func=_emulate)
 
     _add_db_parser(sub)
-    from gateway.tenancy.commands import add_keys_parser
+    # `keys` and `engines` declare their own arguments; their modules are imported only when
+    # the command line names them (the rest of the CLI, `serve` included, does without).
+    if command == "keys":
+        from gateway.tenancy.commands import add_keys_parser
 
-    add_keys_parser(sub).set_defaults(func=_keys)
-    from gateway.engines.commands import add_engines_parser
+        add_keys_parser(sub, KEYS_HELP).set_defaults(func=_keys)
+    else:
+        sub.add_parser("keys", help=KEYS_HELP, add_help=False)
+    if command == "engines":
+        from gateway.engines.commands import add_engines_parser
 
-    add_engines_parser(sub)  # `switchyard engines ...`, dispatched through its `func`
+        add_engines_parser(
+            sub, ENGINES_HELP
+        )  # `switchyard engines ...`, dispatched through its `func`
+    else:
+        sub.add_parser("engines", help=ENGINES_HELP, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(next((a for a in given if not a.startswith("-")), None))
+    args, rest = parser.parse_known_args(given)
+    if args.command == "emulate":
+        args.emulate_argv = rest
+    elif rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     if not logging.getLogger().handlers:  # like basicConfig: a test runner's set-up stays
         logging.config.dictConfig(logging_config(str(getattr(args, "log_level", "info"))))
     try:

@@ -12,6 +12,9 @@ SwitchyardError (providers.errors.ApiError: 500 internal_error)
     └── NoBackendAvailable 503
 
 gateway/http/responses.py turns any of them into an OpenAI-shaped response or SSE event.
+
+ConfigError (not a request's error: a config file or environment that cannot be used;
+the CLI prints its problems, a reload keeps the running config)
 """
 
 from __future__ import annotations
@@ -110,3 +113,12 @@ class NoBackendAvailable(UpstreamError):
     type = "service_unavailable"
     code = "no_backend_available"
     retryable = False
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; `problems` name the YAML path of each error."""
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: " + "; ".join(problems))

@@ -15,8 +15,8 @@ from alembic import context
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from gateway.store.config import normalize_database_url
-from gateway.store.database import DATABASE_URL_ENV, make_engine
+from gateway.store.config import DATABASE_URL_ENV, normalize_database_url
+from gateway.store.database import make_engine
 from gateway.store.migrate import MIGRATION_LOCK_ID
 from gateway.store.models import metadata
 

@@ -7,28 +7,32 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from policies import (  # noqa: F401  (imported to register their policies)
+from policies.filters import (  # noqa: F401  (imported to register their policies)
     bounded_load_filter,
     capacity_filter,
     context_window_filter,
-    cost_scorer,
     healthy_filter,
+    model_match_filter,
+    placement_filter,
+    quality_filter,
+    sla_filter,
+)
+from policies.pickers import (  # noqa: F401  (imported to register their policies)
+    max_score_picker,
+    weighted_random_picker,
+)
+from policies.register import BUILTIN_POLICIES, BuiltinPolicy
+from policies.scorers import (  # noqa: F401  (imported to register their policies)
+    cost_scorer,
     kv_cost_scorer,
     least_load_scorer,
     load_scorer,
-    max_score_picker,
-    model_match_filter,
-    placement_filter,
     prefix_cache_scorer,
-    quality_filter,
     quality_scorer,
     random_scorer,
     round_robin_scorer,
     session_affinity_scorer,
-    sla_filter,
-    weighted_random_picker,
 )
-from policies.register import BUILTIN_POLICIES, BuiltinPolicy
 
 BUILTINS: Mapping[str, BuiltinPolicy] = BUILTIN_POLICIES.names()
 """Every built-in by type name and by alias, read-only; complete once the imports above ran."""

@@ -9,7 +9,7 @@ from typing import cast
 from policies.base import Filter, Picker, Policy, Scorer
 from policies.builtins import BUILTINS
 from policies.config import PolicyConfig, ProfileConfig
-from policies.max_score_picker import MaxScorePicker
+from policies.pickers.max_score_picker import MaxScorePicker
 from policies.pipeline import Pipeline, WeightedScorer
 from policies.registry import PolicyConfigError, create, params_model
 

@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from emulator import EmulatorServer, EmulatorSettings
-from providers.anthropic import open_anthropic
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
+from providers.anthropic.provider import open_anthropic
 from providers.base import (
     Deadlines,
     HealthResult,
@@ -26,7 +27,7 @@ from providers.base import (
     UpstreamResponse,
     UpstreamStream,
 )
-from providers.gemini import open_gemini
+from providers.gemini.provider import open_gemini
 from providers.openai_compatible import open_openai_compatible
 from providers.settings import BackendKind, ProviderSettings
 

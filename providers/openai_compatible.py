@@ -1,7 +1,7 @@
 """Adapter for OpenAI-compatible servers: vLLM, SGLang, llama.cpp, Ollama's /v1, clouds.
 
 Requests and answers pass as they are; the HTTP side (pooled session, deadlines, stall
-watchdog, transport errors, rate-limit headers) is `providers/http_transport.py`'s. Where
+watchdog, transport errors, rate-limit headers) is `providers/transport/http_transport.py`'s. Where
 each engine or cloud serves and what it probes are its preset's (`providers/presets.py`),
 filled into the settings by the host before opening.
 """
@@ -21,16 +21,16 @@ from providers.base import (
     upstream_headers,
 )
 from providers.errors import UpstreamCredentialsRefused, UpstreamError, UpstreamStatusError
-from providers.http_stream import HttpStream
-from providers.http_transport import (
+from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
+from providers.transport.http_stream import HttpStream
+from providers.transport.http_transport import (
     CREDENTIAL_STATUSES,
     HealthJudge,
     HttpTransport,
     check_json_answer,
     credentials_refused,
 )
-from providers.http_transport import StatusErrorMapper as StatusErrorMapper  # re-exported
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
+from providers.transport.http_transport import StatusErrorMapper as StatusErrorMapper  # re-exported
 
 
 async def open_openai_compatible(settings: ProviderSettings) -> OpenAICompatibleProvider:

@@ -1,38 +1,52 @@
-"""Which adapter serves which backend kind, and opening a provider for one backend."""
+"""Which adapter serves which backend kind, and opening a provider for one backend.
+
+An adapter's module is imported when a backend of its kind is first opened, not before:
+a gateway in front of vLLM loads the OpenAI-compatible adapter only.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import cast
 
-from providers.anthropic import open_anthropic
-from providers.azure import open_azure_openai
 from providers.base import Provider, ProviderFactory
-from providers.emulated import open_emulated
-from providers.gemini import open_gemini
-from providers.llama_cpp import open_llama_cpp
-from providers.openai_compatible import open_openai_compatible
 from providers.presets import KIND_PRESETS
 from providers.settings import BackendKind, ProviderSettings
 
-FACTORIES: Mapping[BackendKind, ProviderFactory] = MappingProxyType(
+_OPENAI_COMPATIBLE = "providers.openai_compatible:open_openai_compatible"
+_EMULATED = "providers.emulated:open_emulated"
+
+FACTORIES: Mapping[BackendKind, str] = MappingProxyType(
     {
         # Engines and clouds that speak the OpenAI wire format with a bearer key.
-        "openai-compatible": open_openai_compatible,
-        "vllm": open_openai_compatible,
-        "sglang": open_openai_compatible,
-        "ollama": open_openai_compatible,
-        "openai": open_openai_compatible,
+        "openai-compatible": _OPENAI_COMPATIBLE,
+        "vllm": _OPENAI_COMPATIBLE,
+        "sglang": _OPENAI_COMPATIBLE,
+        "ollama": _OPENAI_COMPATIBLE,
+        "openai": _OPENAI_COMPATIBLE,
         # llama-server: OpenAI's wire, with its own reading of "not ready" (loading).
-        "llama-cpp": open_llama_cpp,
-        "emulated": open_emulated,
+        "llama-cpp": "providers.llama_cpp:open_llama_cpp",
+        "emulated": _EMULATED,
         # Native wire formats, translated to and from OpenAI's inside the adapter.
-        "anthropic": open_anthropic,
-        "gemini": open_gemini,
+        "anthropic": "providers.anthropic.provider:open_anthropic",
+        "gemini": "providers.gemini.provider:open_gemini",
         # OpenAI's wire at Azure's deployment URLs, with an api-key header.
-        "azure-openai": open_azure_openai,
+        "azure-openai": "providers.azure:open_azure_openai",
     }
 )
+"""Each kind's factory as `module:function`, imported by `factory_of` on first use."""
+
+
+def factory_of(kind: BackendKind) -> ProviderFactory:
+    """The factory of `kind`'s adapter, its module imported now if it was not yet."""
+    return _load(FACTORIES[kind])
+
+
+def _load(ref: str) -> ProviderFactory:
+    module, _, name = ref.partition(":")
+    return cast(ProviderFactory, getattr(importlib.import_module(module), name))
 
 
 _PRESET_KINDS: Mapping[str, BackendKind] = MappingProxyType(
@@ -53,5 +67,5 @@ async def open_provider(settings: ProviderSettings) -> Provider:
     `emulator` block, a native kind's adapter talks to an emulator started for it instead
     of the provider (`providers.emulated`)."""
     if settings.emulated:
-        return await open_emulated(settings)
-    return await FACTORIES[adapter_kind(settings)](settings)
+        return await _load(_EMULATED)(settings)
+    return await factory_of(adapter_kind(settings))(settings)

@@ -2,11 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from emulator.settings import EmulatorOptions
+if TYPE_CHECKING:
+    from emulator.settings import EmulatorOptions
+
+
+def emulator_options(value: object) -> EmulatorOptions | None:
+    """An `emulator` block read by the emulator's own schema, which is imported here, when a
+    backend has such a block: a config without one never loads an emulator module."""
+    if value is None:
+        return None
+    from emulator.settings import EmulatorOptions
+
+    if isinstance(value, EmulatorOptions):
+        return value
+    try:
+        return EmulatorOptions.model_validate(value)
+    except ValidationError as exc:
+        raise ValueError(_problems(exc)) from None
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or '(block)'}: {e['msg']}" for e in exc.errors()
+    )
+
+
+if TYPE_CHECKING:
+    EmulatorBlock: TypeAlias = EmulatorOptions | None
+else:
+    EmulatorBlock = Annotated[object, PlainValidator(emulator_options)]
+"""The type of an `emulator` block: `EmulatorOptions`, validated when present (see
+`emulator_options`); mypy sees the options, pydantic the lazy validator."""
 
 BackendKind = Literal[
     "openai-compatible",
@@ -57,7 +95,7 @@ DEFAULT_IDLE_KEEPALIVE_S = 4.0
 
 HttpClient = Literal["lean", "aiohttp"]
 """Which client carries a backend's requests: `lean`, Switchyard's keep-alive HTTP/1.1
-client for `http://` URLs (`providers.h1_client`; `https://` and probes still on aiohttp),
+client for `http://` URLs (`providers.transport.h1_client`; `https://` and probes still on aiohttp),
 or `aiohttp` for everything."""
 
 
@@ -83,7 +121,7 @@ class ProviderSettings(BaseModel):
     max_connections: int = Field(256, ge=1)
     idle_keepalive_s: float = Field(DEFAULT_IDLE_KEEPALIVE_S, gt=0)
     http_client: HttpClient = "lean"
-    emulator: EmulatorOptions | None = Field(
+    emulator: EmulatorBlock = Field(
         None,
         description="Kind `emulated`: how its engine behaves (defaults when None); kinds "
         "`anthropic` and `gemini`: start an emulator speaking that format instead of "

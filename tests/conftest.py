@@ -11,11 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from emulator import EmulatorServer, EmulatorSettings
 from emulator.loopback import LoopbackServer
-from gateway.config import Config, parse_config
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
+from gateway.config.root import Config, parse_config
 from gateway.http.app import create_app
-from gateway.service import Gateway
+from gateway.process.service import Gateway
 
 # A developer's (or CI's) SWITCHYARD_DATABASE_URL must not send every test gateway's records
 # to that database: the store's PostgreSQL tests use it as their server, nothing else does.

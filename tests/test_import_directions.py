@@ -9,15 +9,23 @@ same rules in prose. Imports under `TYPE_CHECKING` and inside functions count to
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
+
+from tests.gateway.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("gateway", "policies", "providers", "emulator")
 FIRST_PARTY = (*PRODUCT, "bench", "tests")
+DATABASE_LAYER = ("sqlalchemy", "alembic")
+WATCHED = (*FIRST_PARTY, *DATABASE_LAYER)
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,13 @@ class Import:
     line: int
     lazy: bool
     """Inside a function body: imported when called, not when loaded."""
+    typing_only: bool = False
+    """Under `if TYPE_CHECKING:`: read by type checkers, never imported at run time."""
+
+    @property
+    def eager(self) -> bool:
+        """Imported when the importing module is loaded."""
+        return not (self.lazy or self.typing_only)
 
 
 def _module_name(path: Path) -> str:
@@ -63,22 +78,41 @@ def _imports_of(path: Path) -> Iterator[Import]:
         for n in ast.walk(f)
         if isinstance(n, ast.Import | ast.ImportFrom)
     }
+    typing_lines = {
+        n.lineno
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and _is_type_checking(block.test)
+        for stmt in block.body
+        for n in ast.walk(stmt)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+    }
     for node in ast.walk(tree):
         lazy = getattr(node, "lineno", 0) in lazy_lines
+        typing_only = getattr(node, "lineno", 0) in typing_lines
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield Import(source, alias.name, node.lineno, lazy)
+                yield Import(source, alias.name, node.lineno, lazy, typing_only)
         elif isinstance(node, ast.ImportFrom):
             module = _resolve(source, is_package, node)
             for target in _targets(module, node):
-                yield Import(source, target, node.lineno, lazy)
+                yield Import(source, target, node.lineno, lazy, typing_only)
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _within_any(module: str, packages: tuple[str, ...]) -> bool:
+    return any(_within(module, package) for package in packages)
 
 
 def all_imports() -> list[Import]:
     found = []
     for package in PRODUCT:
         for path in sorted((ROOT / package).rglob("*.py")):
-            found.extend(i for i in _imports_of(path) if i.target.startswith(FIRST_PARTY))
+            found.extend(i for i in _imports_of(path) if _within_any(i.target, WATCHED))
     return found
 
 
@@ -93,7 +127,35 @@ class Rule:
     why: str
     allowed_in: tuple[str, ...] = ()
     """Importers (dotted modules or packages) the rule does not apply to."""
+    allowed_targets: tuple[str, ...] = ()
+    """Modules or packages inside `forbidden` that may be imported all the same."""
+    eager_only: bool = False
+    """Only imports made when the importer is loaded count (not lazy, not for types)."""
 
+
+LOWER_ROOMS = (
+    "gateway.config",
+    "gateway.fleet",
+    "gateway.prefix",
+    "gateway.quality",
+    "gateway.routing",
+    "gateway.store",
+    "gateway.telemetry",
+    "gateway.tenancy",
+)
+"""The rooms under the HTTP edge and the process: the request path and the config schema."""
+
+SECTION_SCHEMAS = (
+    "gateway.config",
+    "gateway.errors",
+    "gateway.prefix.cache_semantics",
+    "gateway.quality.config",
+    "gateway.store.config",
+    "gateway.telemetry.config",
+    "gateway.tenancy.config",
+)
+"""What the config schema may import of the gateway: its own modules, the error tree, and
+the sections other rooms own for their own settings."""
 
 RULES = [
     Rule("policies", "gateway", "policies is a plugin framework; the gateway wires it"),
@@ -101,10 +163,56 @@ RULES = [
     Rule("policies", "emulator", "policies know no engine"),
     Rule("providers", "gateway", "providers is a plugin framework; the gateway wires it"),
     Rule("providers", "policies", "adapters do not route"),
+    Rule(
+        "providers",
+        "emulator",
+        "only the emulated adapter starts an emulator; a real backend never loads one",
+        allowed_in=("providers.emulated",),
+        eager_only=True,
+    ),
     Rule("emulator", "gateway", "the emulator is an engine, not part of the gateway"),
     Rule("emulator", "policies", "the emulator is an engine"),
     Rule("emulator", "providers", "the emulator is an engine"),
+    Rule("gateway", "emulator", "the gateway reaches engines through providers", eager_only=True),
+    *(
+        Rule(
+            "gateway",
+            layer,
+            "only the store speaks SQL; the rest loads it when the config enables the store",
+            allowed_in=("gateway.store", "gateway.tenancy.key_admin", "gateway.tenancy.key_cache"),
+            eager_only=True,
+        )
+        for layer in DATABASE_LAYER
+    ),
+    Rule(
+        "gateway.config",
+        "gateway",
+        "the config schema reads only section schemas, never the parts that use them",
+        allowed_targets=SECTION_SCHEMAS,
+    ),
+    *(
+        Rule(
+            room,
+            "gateway.process",
+            "the request path's rooms never reach up to the process that starts them; "
+            "background tasks are the one shared helper",
+            allowed_targets=("gateway.process.tasks",),
+        )
+        for room in LOWER_ROOMS
+    ),
+    *(
+        Rule(
+            room,
+            "gateway.http",
+            "the HTTP edge is above the request path (explain's dry run reads a body as the "
+            "edge does)",
+            allowed_in=("gateway.routing.explain",),
+        )
+        for room in LOWER_ROOMS
+    ),
+    *(Rule(room, "gateway.cli", "the CLI is the top") for room in LOWER_ROOMS),
     Rule("gateway.store", "gateway.telemetry", "telemetry feeds the store, not back"),
+    Rule("gateway.store", "gateway.tenancy", "the store keeps key rows; tenancy hashes them"),
     Rule("gateway.prefix", "gateway.fleet", "the fleet builds on the prefix index"),
     Rule("gateway.prefix", "gateway.routing", "the router builds on the prefix index"),
     Rule("gateway.prefix", "gateway.quality", "prefixes know nothing of quality"),
@@ -113,40 +221,14 @@ RULES = [
     Rule("gateway.fleet", "gateway.routing", "the router reads the fleet, not back"),
     Rule("gateway.quality", "gateway.telemetry", "telemetry reads quality, not back"),
     Rule("gateway.quality", "gateway.routing", "the router reads quality, not back"),
-    Rule("gateway.store", "gateway.tenancy", "the store keeps key rows; tenancy hashes them"),
     *(
         Rule("gateway.tenancy", part, "who may call and how much is decided before routing")
         for part in (
             "gateway.routing",
-            "gateway.dispatch",
-            "gateway.lease",
             "gateway.fleet",
             "gateway.quality",
             "gateway.prefix",
             "gateway.telemetry",
-        )
-    ),
-    *(
-        Rule(package, host, "the request path's parts never reach back up to their host")
-        for package in (
-            "gateway.fleet",
-            "gateway.prefix",
-            "gateway.quality",
-            "gateway.store",
-            "gateway.telemetry",
-            "gateway.routing",
-            "gateway.dispatch",
-            "gateway.lease",
-            "gateway.decisions",
-            "gateway.tenancy",
-        )
-        for host in (
-            "gateway.http",
-            "gateway.service",
-            "gateway.runtime",
-            "gateway.process_signals",
-            "gateway.cli",
-            "gateway.workers",
         )
     ),
     Rule(
@@ -155,27 +237,16 @@ RULES = [
         "local engines are started by the CLI and tests, never from the request path",
         allowed_in=("gateway.engines", "gateway.cli"),
     ),
-    *(
-        Rule("gateway.engines", part, "engines read only the config schema of the gateway")
-        for part in (
-            "gateway.fleet",
-            "gateway.prefix",
-            "gateway.quality",
-            "gateway.store",
-            "gateway.telemetry",
-            "gateway.routing",
-            "gateway.dispatch",
-            "gateway.lease",
-            "gateway.service",
-            "gateway.workers",
-            "gateway.tenancy",
-        )
+    Rule(
+        "gateway.engines",
+        "gateway",
+        "engines read only the config schema of the gateway",
+        allowed_targets=("gateway.engines", "gateway.config", "gateway.errors"),
     ),
     Rule(
-        "gateway",
         "gateway.http",
-        "only the commands that start the app, and explain's dry run, enter the HTTP edge",
-        allowed_in=("gateway.http", "gateway.cli", "gateway.workers", "gateway.explain"),
+        "gateway.process.workers",
+        "workers serve the app; the app does not start workers",
     ),
 ]
 
@@ -186,7 +257,9 @@ def violations(imports: list[Import], rule: Rule) -> list[str]:
         for i in imports
         if _within(i.source, rule.importer)
         and _within(i.target, rule.forbidden)
-        and not any(_within(i.source, allowed) for allowed in rule.allowed_in)
+        and not _within_any(i.source, rule.allowed_in)
+        and not _within_any(i.target, rule.allowed_targets)
+        and (i.eager or not rule.eager_only)
     ]
 
 
@@ -199,7 +272,7 @@ def test_dependencies_point_one_way(rule: Rule) -> None:
 
 
 def test_the_product_imports_bench_only_lazily_from_the_cli() -> None:
-    found = [i for i in IMPORTS if _within(i.target, "bench") or _within(i.target, "tests")]
+    found = [i for i in IMPORTS if _within_any(i.target, ("bench", "tests"))]
     assert found, "the CLI registers `switchyard bench ...`: at least one import expected"
     assert all(i.source == "gateway.cli" and i.lazy for i in found), found
 
@@ -229,5 +302,94 @@ def test_the_walker_resolves_imports(source: str, expected: str) -> None:
 
 def test_a_violation_is_reported() -> None:
     """A rule catches a forbidden import when one exists (fed a synthetic import)."""
-    fake = [Import("policies.example", "gateway.config", 3, lazy=True)]
-    assert violations(fake, RULES[0]) == ["policies.example:3 imports gateway.config"]
+    fake = [Import("policies.example", "gateway.config.root", 3, lazy=True)]
+    assert violations(fake, RULES[0]) == ["policies.example:3 imports gateway.config.root"]
+
+
+# What loads at run time: the rules above read the source; these run it, in a fresh
+# interpreter each, and list the modules it loaded.
+HEAVY = ("emulator", "bench", *DATABASE_LAYER)
+
+_LOADED = """
+import asyncio, importlib, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(" ".join(sorted(sys.modules)))
+"""
+
+_SERVED = """
+import asyncio, sys
+from gateway.config.root import load_config
+from gateway.http.app import create_app
+from gateway.process.service import start_gateway, stop_gateway
+
+async def main() -> None:
+    gateway = await start_gateway(load_config(sys.argv[1]))
+    await stop_gateway(gateway)
+
+create_app
+asyncio.run(main())
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def _modules_after(code: str, *args: str) -> set[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONSAFEPATH": "1"}
+    env.pop("SWITCHYARD_DATABASE_URL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(done.stdout.split())
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if _within_any(m, HEAVY))
+
+
+@pytest.mark.parametrize(
+    "module",
+    ["gateway.http.proxy", "gateway.config.root", "providers.errors", "gateway.cli"],
+)
+def test_a_path_loads_no_engine_benchmark_or_database(module: str) -> None:
+    assert _heavy(_modules_after(_LOADED, module)) == []
+
+
+def _config(tmp_path: Path, backend: dict[str, object]) -> str:
+    ports = [free_port() for _ in range(2)]  # nothing listens: health checks just fail
+    backends = [
+        {"name": f"b{i}", "models": ["m"], **backend, "base_url": f"http://127.0.0.1:{port}/v1"}
+        for i, port in enumerate(ports)
+    ]
+    if backend.get("kind") == "emulated":
+        for entry in backends:
+            entry.pop("base_url")
+    embedded = yaml.safe_load((ROOT / "gateway" / "examples" / "embedded.yaml").read_text())
+    config = {
+        "backends": backends,
+        "routes": [{"name": "m", "model": "m", "backends": ["b0", "b1"]}],
+        **{key: embedded[key] for key in ("policies", "profiles") if key in embedded},
+    }
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return str(path)
+
+
+def test_serving_real_backends_without_a_store_loads_no_emulator_or_database(
+    tmp_path: Path,
+) -> None:
+    """A gateway in front of two OpenAI-compatible engines, started and stopped in full:
+    the app, every provider, telemetry and tenancy, but no fake engine and no SQL."""
+    config = _config(tmp_path, {"kind": "openai-compatible"})
+    assert _heavy(_modules_after(_SERVED, config)) == []
+
+
+def test_an_emulated_backend_loads_the_emulator(tmp_path: Path) -> None:
+    """The check above can see an emulator: a config that names one loads it."""
+    config = _config(tmp_path, {"kind": "emulated"})
+    assert "emulator.server" in _modules_after(_SERVED, config)

@@ -16,11 +16,13 @@ from typing import Any
 from bench.quality_real.scenarios import Scenario
 from bench.quality_real.stats import CycleRecord
 from gateway.engines.state import Replica
-from gateway.quality.book import QualityBook
-from gateway.quality.canary import CANARY_PROMPTS
+from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.config import ProbeConfig, QualityConfig
-from gateway.quality.prober import Prober, ProbeResult
-from providers import Provider, ProviderSettings, open_provider
+from gateway.quality.probes.canary import CANARY_PROMPTS
+from gateway.quality.probes.prober import Prober, ProbeResult
+from providers.base import Provider
+from providers.registry import open_provider
+from providers.settings import ProviderSettings
 
 MODEL = "smollm2"
 REFERENCE, SUBJECT = "reference", "subject"

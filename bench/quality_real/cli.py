@@ -27,7 +27,7 @@ from bench.quality_real.campaign import CampaignSettings, ScenarioRun, run_scena
 from bench.quality_real.replicas import EngineSetup, running_engine
 from bench.quality_real.report import detection_table, drift_table, notes, to_json
 from bench.quality_real.scenarios import SCENARIOS, Scenario, by_names
-from gateway.engines import ensure_model
+from gateway.engines.model_file import ensure_model
 from gateway.engines.state import Replica
 
 

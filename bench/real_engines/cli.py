@@ -17,8 +17,10 @@ from bench.replay.profiles import PROFILES
 from bench.replay.trace import Trace, TraceError, load_trace
 from bench.workloads import real_chat
 from bench.workloads.builder import write_lines
-from gateway.engines import EngineError, ReplicaOptions, ensure_model
+from gateway.engines.errors import EngineError
 from gateway.engines.install import ensure_xllamacpp
+from gateway.engines.launcher import ReplicaOptions
+from gateway.engines.model_file import ensure_model
 
 from .report import render_report, write_json
 from .rounds import pool, pooled_requests, round_orders

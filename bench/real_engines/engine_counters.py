@@ -8,7 +8,7 @@ from typing import Any
 
 import aiohttp
 
-from gateway.fleet.engine_metrics import samples
+from gateway.fleet.scrape.engine_metrics import samples
 
 PROMPT_TOKENS = "llamacpp:prompt_tokens_total"
 """Prompt tokens evaluated (cached ones are not counted)."""

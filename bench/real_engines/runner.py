@@ -24,10 +24,12 @@ from bench.replay.profiles import FleetRoute, GatewayProfile, profile_config
 from bench.replay.progress import replay_with_progress
 from bench.replay.schedule import ReplayRun, RequestResult, Transport
 from bench.replay.trace import Trace, TraceRequest
-from gateway.config import ConfigError, parse_config
-from gateway.engines import EngineError, Replica, running_replicas
+from gateway.config.root import parse_config
 from gateway.engines.config_writer import backend_entry
-from gateway.engines.launcher import ReplicaOptions, host_cache_tokens
+from gateway.engines.errors import EngineError
+from gateway.engines.launcher import ReplicaOptions, host_cache_tokens, running_replicas
+from gateway.engines.state import Replica
+from gateway.errors import ConfigError
 
 from .engine_counters import Counters, delta, read_counters
 

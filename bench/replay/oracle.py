@@ -31,7 +31,7 @@ class PromptBlocks:
 
 
 def _local_render_chat(body: dict[str, Any]) -> list[bytes]:
-    """LOCAL FALLBACK of emulator/prompt_blocks.py's `render_chat`, same rule:
+    """LOCAL FALLBACK of emulator/engine/prompt_blocks.py's `render_chat`, same rule:
     the tools JSON (sorted keys; b"" without tools), then `<|role|>\\ncontent\\n` per message."""
     tools = body.get("tools")
     parts = [orjson.dumps(tools, option=orjson.OPT_SORT_KEYS) if tools else b""]
@@ -63,11 +63,11 @@ class _LocalHasher:
 def _emulator_rule() -> tuple[Any, Any, str]:
     """The emulator's own rendering and hashing when present, else the local copy."""
     try:
-        from emulator.prompt_blocks import PromptHasher, render_chat
+        from emulator.engine.prompt_blocks import PromptHasher, render_chat
     except ImportError:
         return _local_render_chat, _LocalHasher(BLOCK_TOKENS, BYTES_PER_TOKEN), "local copy"
     hasher = PromptHasher(block_tokens=BLOCK_TOKENS, bytes_per_token=BYTES_PER_TOKEN)
-    return render_chat, hasher, "emulator.prompt_blocks"
+    return render_chat, hasher, "emulator.engine.prompt_blocks"
 
 
 @dataclass(frozen=True, slots=True)

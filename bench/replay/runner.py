@@ -16,7 +16,8 @@ from typing import Any
 import aiohttp
 
 from bench.procs import Server, StartError, free_port
-from gateway.config import ConfigError, parse_config
+from gateway.config.root import parse_config
+from gateway.errors import ConfigError
 
 from . import engine_stats
 from .client import HttpTransport, fetch_all, new_session

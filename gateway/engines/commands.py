@@ -35,11 +35,13 @@ from gateway.engines.state import (
 )
 
 
-def add_engines_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_engines_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str
+) -> None:
     """Register `engines` and its steps on the `switchyard` parser."""
     engines = sub.add_parser(
         "engines",
-        help="start, stop and list real llama.cpp engines on this machine",
+        help=help_text,
         description="Local llama.cpp replicas (xllamacpp) of a small GGUF model, on "
         "loopback ports, and a gateway config for them. docs/engines.md has the details.",
     )

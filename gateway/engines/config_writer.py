@@ -11,12 +11,15 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from gateway.config import Config, ConfigError, load_config
 from gateway.engines.state import Replica
+from gateway.errors import ConfigError
+
+if TYPE_CHECKING:
+    from gateway.config.root import Config
 
 DEFAULT_CONFIG_NAME = "switchyard-engines.yaml"
 PREFILL_TOKENS_PER_S = 150.0
@@ -149,6 +152,8 @@ def write_config(
 ) -> Config:
     """Write the config to `path` once the gateway's loader accepts it; return what it
     loaded. A refused config raises `ConfigError` and leaves `path` as it was."""
+    from gateway.config.root import load_config  # not for `switchyard --help`
+
     text = render_config(engines_config(replicas, model_alias, port=port), path.name)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".part")

@@ -22,7 +22,6 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-import gateway
 from gateway.engines.errors import ReplicaStartError
 from gateway.engines.gguf_meta import GgufError, read_kv_shape
 from gateway.engines.processes import REPLICA_MODULE, stop_child
@@ -107,7 +106,7 @@ def replica_command(options: ReplicaOptions, port: int, *, exit_with_parent: boo
 
 def _child_env() -> dict[str, str]:
     # The child imports this same `gateway`, whether installed or run from a checkout.
-    source_root = str(Path(gateway.__file__).resolve().parents[1])
+    source_root = str(Path(__file__).resolve().parents[2])  # the checkout holding `gateway/`
     path = os.pathsep.join(p for p in (source_root, os.environ.get("PYTHONPATH")) if p)
     return {**os.environ, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
 

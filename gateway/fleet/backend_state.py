@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from gateway.backend_config import BackendConfig
-from gateway.fleet.engine_readings import EngineReadings, Polled
-from gateway.fleet.estimates import BackendEstimates
-from gateway.fleet.health import BackendHealth
-from gateway.fleet.provider_limits import ProviderBudget
-from policies.snapshot import BackendView
+from gateway.fleet.scrape.engine_readings import EngineReadings, Polled
+
+if TYPE_CHECKING:
+    from gateway.config.backends import BackendConfig
+    from gateway.fleet.estimates import BackendEstimates
+    from gateway.fleet.health import BackendHealth
+    from gateway.fleet.provider_limits import ProviderBudget
+    from policies.snapshot import BackendView
 
 
 @dataclass(slots=True)

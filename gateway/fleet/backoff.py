@@ -4,7 +4,10 @@ failed together from all coming back in step."""
 
 from __future__ import annotations
 
-import random
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import random
 
 DEFAULT_JITTER = 0.2
 """Up to this share longer: health ejection and the Redis reconnect use it."""

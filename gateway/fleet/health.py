@@ -14,14 +14,18 @@ Each verdict (an ejection, a cool-down, a probe result) also goes to `on_event` 
 
 from __future__ import annotations
 
-import random
 import time
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gateway.config import HealthConfig
 from gateway.fleet.backoff import Backoff
-from gateway.fleet.health_events import HealthEvent, HealthKind
+from gateway.fleet.sync.health_events import HealthEvent, HealthKind
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable, Iterable
+
+    from gateway.config.root import HealthConfig
 
 
 @dataclass(slots=True)

@@ -23,8 +23,10 @@ that holds traffic off must lapse on its own, as no new answer will replace it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from providers.rate_limits import RateLimitSignal
+if TYPE_CHECKING:
+    from providers.rate_limits import RateLimitSignal
 
 DEFAULT_429_COOL_DOWN_S = 1.0
 """How long a 429 that names no wait keeps the backend out."""

@@ -7,16 +7,11 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from gateway.backend_config import BackendConfig
-from gateway.config import HealthConfig
 from gateway.fleet.backend_state import BackendState, describe_backend, readings_for
-from gateway.fleet.engine_metrics import EngineLoad
 from gateway.fleet.estimates import BackendEstimates
 from gateway.fleet.health import HealthDetector
-from gateway.fleet.health_events import HealthEvent, HealthKind
-from gateway.fleet.llama_cpp_status import EngineSlots
 from gateway.fleet.provider_limits import (
     ProviderBudget,
     capped,
@@ -25,7 +20,16 @@ from gateway.fleet.provider_limits import (
     spent_budget,
 )
 from policies.snapshot import BackendView
-from providers.rate_limits import RateLimitSignal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from gateway.config.backends import BackendConfig
+    from gateway.config.root import HealthConfig
+    from gateway.fleet.scrape.engine_metrics import EngineLoad
+    from gateway.fleet.scrape.llama_cpp_status import EngineSlots
+    from gateway.fleet.sync.health_events import HealthEvent, HealthKind
+    from providers.rate_limits import RateLimitSignal
 
 
 class FleetState:

@@ -6,15 +6,18 @@ fallback route), and its RPM / TPM limits with its route's (429)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from gateway.config import RouteConfig
+from gateway.config.routes import fallback_chain
 from gateway.errors import Forbidden, RateLimited
-from gateway.route_config import fallback_chain
-from gateway.routing import RequestTraits, Router
-from gateway.tenancy.budgets import REROUTED_HEADER, BudgetExhausted, Budgets
-from gateway.tenancy.caller import Caller
-from gateway.tenancy.limiter import RateLimiter
-from providers.errors import ApiError
+from gateway.tenancy.budgets.spend_limits import REROUTED_HEADER, BudgetExhausted, Budgets
+
+if TYPE_CHECKING:
+    from gateway.config.root import RouteConfig
+    from gateway.routing.router import RequestTraits, Router
+    from gateway.tenancy.caller import Caller
+    from gateway.tenancy.limiter import RateLimiter
+    from providers.errors import ApiError
 
 
 def keyed_traits(caller: Caller | None, route: str, traits: RequestTraits) -> RequestTraits:

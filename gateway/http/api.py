@@ -10,8 +10,8 @@ from starlette.responses import Response
 
 from gateway.errors import Forbidden, NotFound
 from gateway.http.responses import json_response
+from gateway.process.service import Gateway
 from gateway.quality.report import quality_report
-from gateway.service import Gateway
 
 router = APIRouter()
 

@@ -15,23 +15,22 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from gateway.config import Config
-from gateway.demo_traffic import run_demo
-from gateway.drain import ShuttingDown
+from gateway.config.root import Config
 from gateway.errors import ClientError, SwitchyardError
-from gateway.http.admin import router as admin_router
-from gateway.http.admin_reload import router as reload_router
+from gateway.http.admin.keys import router as admin_router
+from gateway.http.admin.reload import router as reload_router
 from gateway.http.anthropic_ingress.count_tokens import router as count_tokens_router
 from gateway.http.api import router
 from gateway.http.dashboard import router as dashboard_router
 from gateway.http.ingress import PROXY_PATHS, ProxyPath
 from gateway.http.proxy import serve_proxy
 from gateway.http.responses import error_response, json_response
-from gateway.process_gc import tuned_collector
-from gateway.process_signals import handle_signals
-from gateway.runtime import Runtime
-from gateway.service import start_gateway
-from gateway.tasks import start_task
+from gateway.process.drain import ShuttingDown
+from gateway.process.gc_tuning import tuned_collector
+from gateway.process.runtime import Runtime
+from gateway.process.service import start_gateway
+from gateway.process.signals import handle_signals
+from gateway.process.tasks import start_task
 
 logger = logging.getLogger("switchyard")
 
@@ -122,6 +121,8 @@ def create_app(
                     tuned_collector(server.gc_gen0_threshold, freeze=server.gc_freeze)
                 )
             if config.demo.traffic_rps > 0:
+                from gateway.process.demo_traffic import run_demo  # and httpx: demo configs only
+
                 routes = [route.name for route in config.routes]
                 start_task(stack, run_demo(entry, config.demo, routes), name="demo-traffic")
             yield

@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from gateway.errors import NotFound
 from gateway.http.responses import json_response
-from gateway.service import Gateway
+from gateway.process.service import Gateway
 from gateway.telemetry.dashboard.data import dashboard_data
 
 router = APIRouter()

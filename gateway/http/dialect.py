@@ -11,23 +11,25 @@ the quality and usage taps keep reading the backend's OpenAI bytes.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from starlette.responses import Response
 
-from gateway.bounds import BoundsConfig
-from gateway.http.responses import error_response, json_response
-from gateway.http.splice import Shape
-from gateway.http.streaming import StreamOutcome
-from gateway.http.translated_relay import (
+from gateway.http.relay.translated import (
     ClientEvents,
     Translated,
     TranslatedStream,
     relay_translated,
 )
+from gateway.http.responses import error_response, json_response
 from gateway.tenancy.caller import Caller
-from providers.base import UpstreamResponse
-from providers.errors import ApiError
+
+if TYPE_CHECKING:
+    from gateway.config.bounds import BoundsConfig
+    from gateway.http.relay.splice import Shape
+    from gateway.http.relay.streaming import StreamOutcome
+    from providers.base import UpstreamResponse
+    from providers.errors import ApiError
 
 ContextT = TypeVar("ContextT")
 

@@ -16,18 +16,20 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.decisions import DecisionRecord
-from gateway.http.streaming import StreamOutcome
-from gateway.lease import Lease
-from gateway.quality.collect import CollectedResponse
-from gateway.quality.passive import QualityRecorder, RequestContext
-from gateway.telemetry.pipe import TelemetryPipe
+from gateway.quality.signals.collect import CollectedResponse
 from gateway.telemetry.record import ClientEndpoint, RequestRecord
-from gateway.tenancy.caller import Caller
-from policies.snapshot import Endpoint
-from providers.usage import Usage
+
+if TYPE_CHECKING:
+    from gateway.http.relay.streaming import StreamOutcome
+    from gateway.quality.signals.passive import QualityRecorder, RequestContext
+    from gateway.routing.decisions import DecisionRecord
+    from gateway.routing.lease import Lease
+    from gateway.telemetry.pipe import TelemetryPipe
+    from gateway.tenancy.caller import Caller
+    from policies.snapshot import Endpoint
+    from providers.usage import Usage
 
 Collect = Callable[[], CollectedResponse]
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import orjson
 
-from gateway.decisions import DecisionRecord
-from providers.base import UpstreamResponse
+if TYPE_CHECKING:
+    from gateway.routing.decisions import DecisionRecord
+    from providers.base import UpstreamResponse
 
 _FIELD = re.compile(rb'"model"\s*:\s*"(?:[^"\\\n]|\\.)*"')
 _MAX_HELD_BYTES = 64 * 1024

@@ -17,26 +17,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
 
-from gateway.bounds import check_depth
-from gateway.config import RouteConfig
-from gateway.decisions import DecisionRecord
+from gateway.config.bounds import check_depth
 from gateway.errors import PayloadTooLarge, SwitchyardError
 from gateway.http.admission import admit, budgeted_route, keyed_traits, rejection_headers
-from gateway.http.dialect import Dialect, Translation
 from gateway.http.exchange import Exchange
-from gateway.http.ingress import ProxyPath
 from gateway.http.model_rename import renamed_response, served_model, stream_renamer
-from gateway.http.relay_response import RelayResponse
-from gateway.http.splice import Splice
-from gateway.http.streaming import RelayState, StreamOutcome, relay, wait_disconnect
+from gateway.http.relay.response import RelayResponse
+from gateway.http.relay.splice import Splice
+from gateway.http.relay.streaming import RelayState, StreamOutcome, relay, wait_disconnect
 from gateway.http.wire import (
     RequestHeaders,
     UpstreamBodies,
@@ -44,13 +37,54 @@ from gateway.http.wire import (
     parse_body,
     traits_of,
 )
-from gateway.quality.collect import StreamCollector, collect_body
-from gateway.quality.passive import RequestContext, request_context
-from gateway.routing import RequestTraits, RoutePlan
-from gateway.service import Gateway
-from policies.snapshot import Endpoint
+from gateway.quality.signals.collect import StreamCollector, collect_body
+from gateway.quality.signals.passive import RequestContext, request_context
+from gateway.routing.decisions import DecisionRecord
 from providers.base import pipeable
 from providers.usage import usage_from_body
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping
+
+    from starlette.responses import Response
+    from starlette.types import Receive, Scope, Send
+
+    from gateway.config.root import Config, RouteConfig
+    from gateway.http.dialect import Dialect, Translation
+    from gateway.http.ingress import ProxyPath
+    from gateway.process.drain import Drain
+    from gateway.quality.signals.passive import QualityRecorder
+    from gateway.routing.decisions import DecisionRing
+    from gateway.routing.dispatch import Dispatcher
+    from gateway.routing.router import RequestTraits, RoutePlan, Router
+    from gateway.telemetry.wiring import Telemetry
+    from gateway.tenancy.caller import Caller
+    from gateway.tenancy.wiring import Tenancy
+    from policies.snapshot import Endpoint
+
+
+class Gateway(Protocol):
+    """What the proxy path reads of the generation serving it (`gateway.process.service`
+    builds one): the proxy depends on these parts, not on what builds and starts them."""
+
+    @property
+    def config(self) -> Config: ...
+    @property
+    def router(self) -> Router: ...
+    @property
+    def dispatcher(self) -> Dispatcher: ...
+    @property
+    def ring(self) -> DecisionRing: ...
+    @property
+    def telemetry(self) -> Telemetry: ...
+    @property
+    def tenancy(self) -> Tenancy: ...
+    @property
+    def quality(self) -> QualityRecorder | None: ...
+    @property
+    def drain(self) -> Drain: ...
+    def authorize(self, authorization: str | None) -> Caller | None: ...
+
 
 logger = logging.getLogger("switchyard")
 

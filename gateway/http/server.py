@@ -6,7 +6,7 @@ costs ~0.2 ms of CPU (caches and the vCPU cold again), so those wakes were most 
 gateway's CPU (under traffic the loop is awake anyway and a tick costs only its own few
 microseconds: per request and per chunk this changed nothing measurable). `QuietServer`
 ticks once a second, on the beat the gateway's other one-second loops keep
-(`gateway.tasks.sleep_to_beat`), which keeps the header's one-second resolution, and is
+(`gateway.process.tasks.sleep_to_beat`), which keeps the header's one-second resolution, and is
 woken at once when `should_exit` is set, so stopping is as quick as before.
 
 `serve` runs one process on it; `--workers` N keeps uvicorn's own server in each worker
@@ -23,7 +23,7 @@ import sys
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
-from gateway.tasks import beat_delay
+from gateway.process.tasks import beat_delay
 
 TICK_S = 1.0
 """Between two of uvicorn's ticks (the date header, the request limit, the exit check)."""

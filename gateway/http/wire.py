@@ -10,7 +10,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.datastructures import Headers
 
-from gateway.bounds import (
+from gateway.config.bounds import (
     DEFAULT_BOUNDS,
     BoundsConfig,
     check_chars,
@@ -18,9 +18,9 @@ from gateway.bounds import (
     check_n,
     check_tokens,
 )
+from gateway.config.placement import NO_REQUIREMENT, TagRequirement, header_tags
 from gateway.errors import InvalidRequest, PayloadTooLarge
-from gateway.placement import NO_REQUIREMENT, TagRequirement, header_tags
-from gateway.routing import RequestTraits
+from gateway.routing.router import RequestTraits
 from policies.snapshot import Endpoint
 from providers.base import UpstreamRequest
 
@@ -125,7 +125,7 @@ def parse_body(
 
 
 def check_bounds(head: _Head, bounds: BoundsConfig) -> None:
-    """The request's counts, budgets and names within `bounds` (`gateway.bounds`)."""
+    """The request's counts, budgets and names within `bounds` (`gateway.config.bounds`)."""
     check_chars("model", head.model, bounds.max_name_chars)
     check_chars("user", head.user, bounds.max_name_chars)
     if isinstance(head, _ChatFields | CompletionHead):

@@ -4,7 +4,7 @@ cache), cache breakpoints for explicit-caching providers, and a request's `Promp
 The router inserts and corrects entries (what backends report reaches it through the
 dispatcher's leases).
 
-May import `gateway.config` and `gateway.backend_config` only (and the standard library,
+May import `gateway.config.root` and `gateway.config.backends` only (and the standard library,
 tokenisers, `policies`', `providers`' and `emulator`'s value types); the router and the
 fleet build on it.
 """

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.prefix.cache_semantics import (
-    AutoBreakpointsConfig,
-    BreakpointTtl,
-    CacheRules,
-)
-from gateway.prefix.fingerprint import Fingerprint
-from policies.prices import Prices
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from gateway.prefix.cache_semantics import (
+        AutoBreakpointsConfig,
+        BreakpointTtl,
+        CacheRules,
+    )
+    from gateway.prefix.fingerprint import Fingerprint
+    from policies.prices import Prices
 
 MAX_BREAKPOINTS = 4
 """The most a Messages API request may carry."""

@@ -20,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from emulator.provider_cache import PromptCacheOptions
+if TYPE_CHECKING:
+    from emulator.provider_cache import PromptCacheOptions
 
 T = TypeVar("T")
 

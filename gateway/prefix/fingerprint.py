@@ -18,14 +18,16 @@ the decision path (and cl100k is not the served model's tokenizer anyway).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from xxhash import xxh3_64_intdigest
 
-from gateway.prefix.token_count import TokenCounter
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gateway.prefix.token_count import TokenCounter
 
 BLOCK_BYTES = 256
 """About 64 tokens: coarse enough to keep index walks short on 128K-token prompts."""

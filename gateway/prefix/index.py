@@ -18,10 +18,13 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gateway.prefix.fingerprint import BLOCK_BYTES
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
 _BYTES_PER_ENTRY = 200
 """Rough CPython cost of one entry: an LRU node, a shared-map slot, an 8-byte key."""

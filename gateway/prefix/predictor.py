@@ -9,22 +9,25 @@ will hold from then on, and what the backend reports calibrates the index.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.backend_config import BackendConfig
 from gateway.prefix.breakpoints import (
     BreakpointPlan,
     PlanInputs,
     ReuseTracker,
     plan_breakpoints,
 )
-from gateway.prefix.cache_semantics import CacheRules
-from gateway.prefix.fingerprint import Fingerprint
 from gateway.prefix.index import CacheSpec, PrefixIndex
 from gateway.prefix.work import PromptWork
-from policies.prices import Prices
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from gateway.config.backends import BackendConfig
+    from gateway.prefix.cache_semantics import CacheRules
+    from gateway.prefix.fingerprint import Fingerprint
+    from policies.prices import Prices
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,10 @@ downloads its file on first use, so it is only tried when downloads are allowed.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 logger = logging.getLogger("switchyard")
 

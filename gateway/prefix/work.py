@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from gateway.prefix.breakpoints import BreakpointPlan
-from gateway.prefix.fingerprint import Fingerprint
 from policies.snapshot import CacheWrite
 from providers.cache_breakpoints import CacheBreakpoints
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from gateway.prefix.breakpoints import BreakpointPlan
+    from gateway.prefix.fingerprint import Fingerprint
 
 
 @dataclass(frozen=True, slots=True)

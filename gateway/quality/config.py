@@ -4,7 +4,52 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gateway.quality.signals import SignalParams
+
+class SignalParams(BaseModel):
+    """Thresholds of the passive signals; the defaults keep false alarms near zero."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    length_margin_tokens: int = Field(
+        16, ge=0, description='"length" this many tokens short of max_tokens is still fine.'
+    )
+    length_margin_ratio: float = Field(
+        0.05, ge=0, le=1, description="... or this share of max_tokens, whichever is larger."
+    )
+    assumed_context_tokens: int = Field(
+        32_768,
+        ge=1,
+        description='Smallest context window assumed; an early "length" counts only when '
+        "prompt + max_tokens fits in it (else the window, not the backend, may have ended it).",
+    )
+    repetition_min_words: int = Field(32, ge=3, description="Shorter answers are not judged.")
+    repetition_window_chars: int = Field(8192, ge=256, description="The end of the answer read.")
+    repetition_max_period_words: int = Field(200, ge=1, description="Longest repeated unit.")
+    repetition_min_repeats: float = Field(4.0, ge=2, description="Back-to-back copies of a unit.")
+    repetition_min_loop_words: int = Field(24, ge=1, description="Words the loop must cover.")
+    repetition_min_share: float = Field(
+        0.4,
+        gt=0,
+        le=1,
+        description="Share of the read words a loop covers, unless it runs "
+        "to the end of the answer (a loop to the end is bad at any share).",
+    )
+    script_window_chars: int = Field(8192, ge=256, description="The start of the answer read.")
+    script_min_letters: int = Field(20, ge=1, description="Fewer letters are not judged.")
+    script_min_unexpected: int = Field(8, ge=1, description="Unexpected letters, at least.")
+    script_max_share: float = Field(
+        0.05, ge=0, le=1, description="Unexpected letters above this share of all are bad."
+    )
+    truncation_min_local_tokens: int = Field(
+        256, ge=1, description="Shorter prompts are not judged (estimates are rough)."
+    )
+    truncation_min_ratio: float = Field(
+        0.7,
+        gt=0,
+        le=1,
+        description="Reported prompt tokens below this share of the local count are bad; "
+        "local counts are estimates and tokenisers differ.",
+    )
 
 
 class _Strict(BaseModel):

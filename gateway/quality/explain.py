@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gateway.quality.score import SignalScore
+from gateway.quality.book.score import SignalScore
 
 SIGNAL_LABELS: dict[str, str] = {
     "error": "errors",

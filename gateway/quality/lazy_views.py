@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence, Set
 from typing import TypeVar, overload
 
-from gateway.quality.book import QualityBook
+from gateway.quality.book.quality_book import QualityBook
 from policies.snapshot import QualityView
 
 T = TypeVar("T")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from gateway.quality.book import QualityBook
+from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.explain import describe_signal, label
-from gateway.quality.prober import Prober
+from gateway.quality.probes.prober import Prober
 
 
 def quality_report(

@@ -16,7 +16,7 @@ each replica keeps judging what it sees itself. Shared are:
 Suspicion (and its trial) is not shared: each replica tries a suspect on its own traffic,
 and only the conviction (an ejection) reaches the others.
 
-An item (batch format in `gateway.fleet.peer_wire`):
+An item (batch format in `gateway.fleet.sync.peer_wire`):
 
     {"backend": "a", "model": "m", "state": "ejected", "until": <unix s>, "at": <unix s>,
      "why": "..."}
@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gateway.fleet.peer_wire import apply_batch, encode_batch, fresh, hold_s, seconds, text
-from gateway.fleet.sync_wire import WireError
-from gateway.quality.book import QualityBook, StateChange
+from gateway.fleet.sync.peer_wire import apply_batch, encode_batch, fresh, hold_s, seconds, text
+from gateway.fleet.sync.wire import WireError
+from gateway.quality.book.quality_book import QualityBook, StateChange
 
 _SHARED_STATES = frozenset({"ejected", "healthy"})
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gateway.errors import ConfigError
 
 
 class _Strict(BaseModel):
@@ -75,3 +79,21 @@ class StoreConfig(_Strict):
     @classmethod
     def _async_driver(cls, url: str | None) -> str | None:
         return normalize_database_url(url) if url else None
+
+
+DATABASE_URL_ENV = "SWITCHYARD_DATABASE_URL"
+
+
+def resolve_url(config: StoreConfig) -> str | None:
+    """The store's URL: SWITCHYARD_DATABASE_URL, else `store.url`; None (store off) when empty.
+
+    The environment's URL gets the config's normalisation (`postgresql://` means asyncpg);
+    one naming another database raises `ConfigError`.
+    """
+    env = (os.environ.get(DATABASE_URL_ENV) or "").strip()
+    if env:
+        try:
+            return normalize_database_url(env)
+        except ValueError as exc:
+            raise ConfigError("environment", [f"{DATABASE_URL_ENV}: {exc}"]) from None
+    return (config.url or "").strip() or None

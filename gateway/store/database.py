@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Awaitable
 from contextlib import suppress
 from pathlib import Path
@@ -15,9 +14,9 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from gateway.store.config import StoreConfig, normalize_database_url
+from gateway.store.config import DATABASE_URL_ENV as DATABASE_URL_ENV
+from gateway.store.config import resolve_url as resolve_url
 
-DATABASE_URL_ENV = "SWITCHYARD_DATABASE_URL"
 _MAX_ERROR_CHARS = 300
 _MASK = "***"
 
@@ -30,23 +29,6 @@ DATABASE_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, OSError, Ti
 
 class TimedOut(TimeoutError):
     """The store's own deadline (`write_timeout_s`) passed, not a driver's timeout."""
-
-
-def resolve_url(config: StoreConfig) -> str | None:
-    """The store's URL: SWITCHYARD_DATABASE_URL, else `store.url`; None (store off) when empty.
-
-    The environment's URL gets the config's normalisation (`postgresql://` means asyncpg);
-    one naming another database raises gateway.config.ConfigError.
-    """
-    env = (os.environ.get(DATABASE_URL_ENV) or "").strip()
-    if env:
-        try:
-            return normalize_database_url(env)
-        except ValueError as exc:
-            from gateway.config import ConfigError  # gateway.config imports this package's config
-
-            raise ConfigError("environment", [f"{DATABASE_URL_ENV}: {exc}"]) from None
-    return (config.url or "").strip() or None
 
 
 def _is_secret(parameter: str) -> bool:

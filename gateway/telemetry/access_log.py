@@ -9,17 +9,18 @@ one record per request, stamped with the time the request finished. The records 
 of one the logger makes per batch (a custom record factory's fields included): making each
 with `logger.info` (caller lookup, the record's dozen system calls) cost more than the
 line. The pipe calls `flush()` after each batch; `line` mode's handler
-(`gateway.terminal.BatchedStreamHandler`) writes the batch's lines then, in one write.
+(`gateway.process.terminal.BatchedStreamHandler`) writes the batch's lines then, in one write.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from gateway.telemetry.record import RequestRecord
+if TYPE_CHECKING:
+    from gateway.telemetry.record import RequestRecord
 
 logger = logging.getLogger("switchyard.access")
 

@@ -7,7 +7,10 @@ value; only the bins that were hit are stored, so a quiet time bucket costs noth
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 _MIN_S = 1e-5
 _GROWTH = 1.1

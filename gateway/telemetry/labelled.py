@@ -8,10 +8,12 @@ dozen series, that cost more than everything else the metrics sink does.
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from prometheus_client import Counter
 from prometheus_client.metrics import MetricWrapperBase
+
+if TYPE_CHECKING:
+    from prometheus_client import Counter
 
 M = TypeVar("M", bound=MetricWrapperBase)
 

@@ -8,7 +8,10 @@ book or the new one, never a mix.
 
 from __future__ import annotations
 
-from policies.prices import PriceBook, Prices
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from policies.prices import PriceBook, Prices
 
 
 class LivePrices:

@@ -12,9 +12,9 @@ workers. Export the counters and divide in PromQL (docs/operations.md has the qu
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -28,9 +28,13 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from gateway.telemetry.labelled import Labelled, Tally
-from gateway.telemetry.record import RequestRecord
 from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from gateway.telemetry.record import RequestRecord
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 

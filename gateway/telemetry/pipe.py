@@ -17,10 +17,12 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from gateway.telemetry.record import RequestRecord
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gateway.telemetry.record import RequestRecord
 
 logger = logging.getLogger("switchyard.telemetry")
 

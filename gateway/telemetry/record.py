@@ -7,15 +7,18 @@ telemetry thread, off the request path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from gateway.decisions import DecisionRecord
-from policies.decision import CandidateReport, Decision
 from policies.pipeline import CandidateReports, Standing
 from policies.prices import Prices, TokenUse
-from providers.usage import Usage
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from gateway.routing.decisions import DecisionRecord
+    from policies.decision import CandidateReport, Decision
+    from providers.usage import Usage
 
 _CLIENT_GONE = frozenset({"client_disconnected", "cancelled"})
 

@@ -7,18 +7,21 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from gateway.fleet.state import FleetState
-from gateway.quality.audit import stored_reason
-from gateway.quality.book import QualityBook
-from gateway.quality.prober import Prober
-from gateway.tasks import sleep_to_beat
-from gateway.telemetry.metrics import GatewayMetrics
-from gateway.telemetry.pipe import TelemetryPipe
-from gateway.telemetry.store_sink import RowWriter
+from gateway.process.tasks import sleep_to_beat
+from gateway.quality.book.audit import stored_reason
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+    from gateway.fleet.state import FleetState
+    from gateway.quality.book.quality_book import QualityBook
+    from gateway.quality.probes.prober import Prober
+    from gateway.telemetry.metrics import GatewayMetrics
+    from gateway.telemetry.pipe import TelemetryPipe
+    from gateway.telemetry.store_sink import RowWriter
 
 logger = logging.getLogger("switchyard.telemetry")
 

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.telemetry.config import TelemetryConfig
 from gateway.telemetry.histogram import Histogram, quantiles_ms
-from gateway.telemetry.record import RequestRecord
-from policies.prices import PriceLookup
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from gateway.telemetry.config import TelemetryConfig
+    from gateway.telemetry.record import RequestRecord
+    from policies.prices import PriceLookup
 
 _QS = (0.5, 0.9, 0.99)
 _REUSE_S = 1.0

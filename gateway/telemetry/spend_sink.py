@@ -10,9 +10,11 @@ that must not block (the budget ledger's bounded queue).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from gateway.telemetry.record import RequestRecord
-from policies.prices import PriceLookup
+if TYPE_CHECKING:
+    from gateway.telemetry.record import RequestRecord
+    from policies.prices import PriceLookup
 
 OnSpend = Callable[[str | None, str | None, str, float, float], None]
 """(key id, team, route, cost in USD, when it finished in Unix seconds)."""

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from gateway.telemetry.record import RequestRecord
-from policies.prices import PriceLookup
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from gateway.telemetry.record import RequestRecord
+    from policies.prices import PriceLookup
 
 _PROMPT_FIELDS = ("messages", "prompt", "input", "tools")
 

@@ -1,22 +1,18 @@
-"""The telemetry parts a gateway runs, built from its config and started and stopped as one."""
+"""The telemetry parts a gateway runs, built from its config and started and stopped as one.
+
+The store's modules (SQLAlchemy, Alembic) are imported only when the config turns the
+store on: a gateway without one never loads the database layer."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gateway.backend_config import price_book
-from gateway.config import Config
-from gateway.fleet.state import FleetState
-from gateway.quality.book import QualityBook
-from gateway.quality.prober import Prober
-from gateway.store.database import DATABASE_ERRORS, resolve_url
-from gateway.store.reads import latest_quality
-from gateway.store.writer import StoreWriter
-from gateway.tasks import cancel_and_wait
+from gateway.config.backends import price_book
+from gateway.process.tasks import cancel_and_wait
+from gateway.store.config import resolve_url
 from gateway.telemetry.access_log import AccessLog
 from gateway.telemetry.live_prices import LivePrices
 from gateway.telemetry.metrics import GatewayMetrics
@@ -24,8 +20,17 @@ from gateway.telemetry.pipe import TelemetryPipe
 from gateway.telemetry.sampler import Sampler
 from gateway.telemetry.series import DashboardSeries
 from gateway.telemetry.store_sink import StoreSink
-from policies import Pipeline
 from policies.prices import NO_PRICES
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from gateway.config.root import Config
+    from gateway.fleet.state import FleetState
+    from gateway.quality.book.quality_book import QualityBook
+    from gateway.quality.probes.prober import Prober
+    from gateway.store.writer import StoreWriter
+    from policies.pipeline import Pipeline
 
 logger = logging.getLogger("switchyard.telemetry")
 
@@ -76,6 +81,8 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
         pipe.add_sink(telemetry.series)
     url = resolve_url(config.store)
     if url is not None:
+        from gateway.store.writer import StoreWriter
+
         metrics = telemetry.metrics
         telemetry.store = StoreWriter(
             config.store,
@@ -158,6 +165,9 @@ async def _start_parts(
 async def _restore_quality(book: QualityBook, url: str, config: Config) -> None:
     """Start from the scores the last run saved, so a restart does not forget a bad
     backend; evidence older than four half-lives has faded to nothing anyway."""
+    from gateway.store.database import DATABASE_ERRORS
+    from gateway.store.reads import latest_quality
+
     backends = {b.name for b in config.backends}
     try:
         saved = await latest_quality(

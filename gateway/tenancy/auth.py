@@ -13,11 +13,15 @@ import hashlib
 import hmac
 import ipaddress
 import os
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from gateway.errors import Forbidden, Unauthorized
 from gateway.tenancy.caller import Caller
-from gateway.tenancy.key_cache import KeyCache
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from gateway.tenancy.key_cache import KeyCache
 
 
 class AuthSettingsError(ValueError):

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from gateway.tenancy.config import OnExhausted
+if TYPE_CHECKING:
+    from gateway.tenancy.config import OnExhausted
 
 KeyKind = Literal["static", "virtual", "admin"]
 

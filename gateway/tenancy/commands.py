@@ -12,30 +12,32 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import orjson
 from pydantic import ValidationError
 
-from gateway.config import Config, ConfigError
-from gateway.store import migrate
-from gateway.store.database import DATABASE_ERRORS, describe_error, make_engine, resolve_url
-from gateway.store.keys import KeyRow
-from gateway.tenancy.key_admin import KeyAdmin, KeySpec, UnknownRoutes
+from gateway.errors import ConfigError
+from gateway.store.config import resolve_url
 from gateway.tenancy.key_material import SecretError, load_server_secret, shown_prefix
-from gateway.tenancy.wiring import open_budgets
+from gateway.tenancy.key_specs import KeySpec, UnknownRoutes
 
-_Step = Callable[[KeyAdmin, argparse.Namespace, Config], Coroutine[Any, Any, int]]
+if TYPE_CHECKING:
+    from gateway.config.root import Config
+    from gateway.store.keys import KeyRow
+    from gateway.tenancy.key_admin import KeyAdmin
+
+_Step: TypeAlias = "Callable[[KeyAdmin, argparse.Namespace, Config], Coroutine[Any, Any, int]]"
 
 
 def add_keys_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], help_text: str
 ) -> argparse.ArgumentParser:
     """Register `keys` and its steps on the `switchyard` parser (the CLI sets its `func`,
     which loads the config and calls `run_keys_command`)."""
     keys = sub.add_parser(
         "keys",
-        help="create, list, rotate and revoke virtual client keys",
+        help=help_text,
         description="Virtual keys live in the store (store.url or $SWITCHYARD_DATABASE_URL), "
         "hashed with the keys secret ($SWITCHYARD_KEY_SECRET or keys.secret_file).",
     )
@@ -76,6 +78,8 @@ def run_keys_command(config: Config, args: argparse.Namespace) -> int:
         secret = load_server_secret(config.keys.secret_env, config.keys.secret_file)
     except SecretError as exc:
         raise ConfigError("environment", [str(exc)]) from None
+    from gateway.store.database import DATABASE_ERRORS, describe_error
+
     step = _STEPS[args.keys_command]
     try:
         return asyncio.run(_run(config, url, secret, step, args))
@@ -85,6 +89,11 @@ def run_keys_command(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _run(config: Config, url: str, secret: bytes, step: _Step, args: Any) -> int:
+    # The store's modules load with the command that uses them, not with the parser.
+    from gateway.store import migrate
+    from gateway.store.database import make_engine
+    from gateway.tenancy.key_admin import KeyAdmin
+
     timeout_s = config.store.connect_timeout_s
     if config.store.migrate_on_start:
         await migrate.upgrade(url, connect_timeout_s=timeout_s)
@@ -144,6 +153,8 @@ async def _list(admin: KeyAdmin, args: argparse.Namespace, config: Config) -> in
 async def _spend(config: Config, rows: list[KeyRow]) -> dict[str, dict[str, Any]]:
     """Each key's spend per window, read from Redis with `budgets.backend: redis`; with
     `local`, spend lives in each gateway process only: the limits alone."""
+    from gateway.tenancy.wiring import open_budgets
+
     budgets = open_budgets(config)
     try:
         keys = [(row.id, row.budget_usd_per_day, row.budget_usd_per_month) for row in rows]

@@ -12,17 +12,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-
-from sqlalchemy.ext.asyncio import AsyncEngine
+from typing import TYPE_CHECKING
 
 from gateway.store.database import DATABASE_ERRORS, describe_error
 from gateway.store.keys import KeyRow, read_keys
 from gateway.tenancy.caller import Caller
-from gateway.tenancy.config import KeysConfig
 from gateway.tenancy.key_material import key_prefix, keyed_hash, same_hash
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+    from gateway.tenancy.config import KeysConfig
 
 logger = logging.getLogger("switchyard.keys")
 

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
@@ -28,9 +28,13 @@ from gateway.tenancy.buckets import (
     reset_s,
     wait_s,
 )
-from gateway.tenancy.caller import Caller
 from gateway.tenancy.config import LimitsConfig, RateLimit
-from gateway.tenancy.redis_buckets import RedisBuckets
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from gateway.tenancy.caller import Caller
+    from gateway.tenancy.redis_buckets import RedisBuckets
 
 logger = logging.getLogger("switchyard.limits")
 

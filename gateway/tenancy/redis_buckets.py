@@ -8,13 +8,16 @@ clock is behind sees no refill (elapsed time is never negative) rather than a re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
 from gateway.tenancy.buckets import BucketSpec, Outcome
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 MAX_CONNECTIONS = 64
 """Admissions in flight at once per process; more wait for a connection (bounded by the

@@ -1,26 +1,33 @@
 """Tenancy's parts built from the config and started with the gateway: the authenticator
 (static, virtual and admin keys, the metrics token), the key cache and its refresh task,
-the key admin, the rate limiter, and budgets with their accounting task."""
+the key admin, the rate limiter, and budgets with their accounting task. Virtual keys live
+in the store: their modules, and the database layer under them, are imported only when
+the config enables them."""
 
 from __future__ import annotations
 
 import logging
 import time
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from gateway.config import Config, ConfigError
-from gateway.store.database import make_engine, resolve_url
-from gateway.tasks import start_task
+from gateway.config.root import Config
+from gateway.errors import ConfigError
+from gateway.process.tasks import start_task
+from gateway.store.config import resolve_url
 from gateway.tenancy.auth import Authenticator, AuthSettingsError, env_keys, exposure_problem
-from gateway.tenancy.budget_ledger import SpendLedger
-from gateway.tenancy.budget_redis import RedisSpend
-from gateway.tenancy.budgets import Budgets
-from gateway.tenancy.key_admin import KeyAdmin
-from gateway.tenancy.key_cache import KeyCache
+from gateway.tenancy.budgets.ledger import SpendLedger
+from gateway.tenancy.budgets.redis_counters import RedisSpend
+from gateway.tenancy.budgets.spend_limits import Budgets
 from gateway.tenancy.key_material import SecretError, load_server_secret
 from gateway.tenancy.limiter import RateLimiter
 from gateway.tenancy.redis_buckets import RedisBuckets
+
+if TYPE_CHECKING:
+    from contextlib import AsyncExitStack
+
+    from gateway.tenancy.key_admin import KeyAdmin
+    from gateway.tenancy.key_cache import KeyCache
 
 logger = logging.getLogger("switchyard.keys")
 
@@ -85,6 +92,10 @@ def open_tenancy(config: Config, stack: AsyncExitStack) -> Tenancy:
     settings = read_settings(config)
     cache = admin = None
     if settings.store_url is not None and settings.secret is not None:
+        from gateway.store.database import make_engine
+        from gateway.tenancy.key_admin import KeyAdmin
+        from gateway.tenancy.key_cache import KeyCache
+
         engine = make_engine(settings.store_url, config.keys.load_timeout_s)
         stack.push_async_callback(engine.dispose)
         cache = KeyCache(engine, settings.secret, config.keys, url=settings.store_url)

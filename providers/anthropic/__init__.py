@@ -6,7 +6,3 @@ One module per job: `chat_request` (the OpenAI request accepted), `conversation`
 and `sse_decoder`), `error_mapping` (every failure into the providers' error tree) and
 `provider` (the adapter: send, stream, health, close).
 """
-
-from providers.anthropic.provider import AnthropicProvider, AnthropicStream, open_anthropic
-
-__all__ = ["AnthropicProvider", "AnthropicStream", "open_anthropic"]

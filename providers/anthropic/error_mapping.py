@@ -3,7 +3,7 @@
 HTTP statuses with their `{"type": "error", "error": {type, message}}` bodies, `error`
 events that arrive after a 200, and requests this adapter cannot translate all end here
 as `UpstreamError`s with a status, an OpenAI type/code and whether the next candidate may
-help; transport failures and Retry-After are the HTTP layer's (`providers/http_transport.py`).
+help; transport failures and Retry-After are the HTTP layer's (`providers/transport/`).
 The API key never appears in a message or a relayed body.
 """
 
@@ -18,7 +18,7 @@ from providers.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
 )
-from providers.http_transport import retry_after_s as retry_after_s  # re-exported
+from providers.transport.http_transport import retry_after_s as retry_after_s  # re-exported
 
 _MAX_MESSAGE_CHARS = 500
 

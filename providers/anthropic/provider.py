@@ -2,7 +2,7 @@
 
 The host speaks OpenAI's wire format both ways; this adapter translates the request,
 POSTs it to `{base_url}/messages` and translates the answer back, whole or as a stream
-of OpenAI chunks ending in `data: [DONE]`. The HTTP side is `providers/http_transport.py`'s
+of OpenAI chunks ending in `data: [DONE]`. The HTTP side is `providers/transport/`'s
 (pooled session, deadlines, stall watchdog, transport errors, Retry-After); the headers,
 bodies, error statuses and what a health probe's status means are Anthropic's.
 """
@@ -30,10 +30,14 @@ from providers.base import (
     UpstreamStream,
     upstream_headers,
 )
-from providers.http_transport import CREDENTIAL_STATUSES, HttpTransport, credentials_refused
 from providers.openai_chat_request import CHAT_PATH as CHAT_PATH  # re-exported
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 from providers.translated_stream import TranslatedStream
+from providers.transport.http_transport import (
+    CREDENTIAL_STATUSES,
+    HttpTransport,
+    credentials_refused,
+)
 
 ANTHROPIC_VERSION = "2023-06-01"
 

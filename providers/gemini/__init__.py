@@ -5,8 +5,3 @@ reasoning and tool-choice options), `response` (an answer → `chat.completion`)
 (SSE events → `chat.completion.chunk`s), `errors` (the one error mapping), `provider`
 (send, stream, health, close).
 """
-
-from providers.gemini.errors import UnsupportedRequest
-from providers.gemini.provider import DEFAULT_BASE_URL, GeminiProvider, open_gemini
-
-__all__ = ["DEFAULT_BASE_URL", "GeminiProvider", "UnsupportedRequest", "open_gemini"]

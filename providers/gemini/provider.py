@@ -2,7 +2,7 @@
 
 Requests go to `models/{model}:generateContent` and `:streamGenerateContent?alt=sse`
 with the key in the `x-goog-api-key` header (never in the URL, where logs and error
-messages would carry it). The HTTP side is `providers/http_transport.py`'s: its pooled
+messages would carry it). The HTTP side is `providers/transport/http_transport.py`'s: its pooled
 session, deadlines, stall watchdog and transport-error mapping; only the URLs, headers,
 bodies and the reading of error statuses are Gemini's.
 """
@@ -22,9 +22,9 @@ from providers.gemini.errors import GeminiErrors, UnsupportedRequest
 from providers.gemini.request import GeminiCall, model_path, translate_request
 from providers.gemini.response import chat_completion, decode_response
 from providers.gemini.stream import GeminiStream, StreamTranslator
-from providers.http_transport import HttpTransport, credentials_refused
 from providers.openai_chat_request import CHAT_PATH
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
+from providers.transport.http_transport import HttpTransport, credentials_refused
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 

@@ -10,7 +10,7 @@ import pytest
 from bench.decision_report import percentile, render, target_us
 from bench.decision_workload import PROFILE, ConversationFactory, fleet_config
 from gateway.cli import embedded_config_path, main
-from gateway.config import load_config
+from gateway.config.root import load_config
 
 SIZE = 2_048
 ITERATIONS = 24

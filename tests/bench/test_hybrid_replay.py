@@ -15,7 +15,7 @@ from bench.replay.hybrid import ANTHROPIC_PRICES, LOCAL_PRICES, OPENAI_PRICES, p
 from bench.replay.metrics import Slo
 from bench.replay.profiles import PROFILES, FleetRoute, profile_config
 from bench.replay.schedule import RequestResult
-from gateway.config import parse_config
+from gateway.config.root import parse_config
 from policies.prices import Prices
 from tests.bench.synthetic import agent_trace
 

@@ -24,8 +24,8 @@ from bench.real_engines.summary import add_ratios, evaluated_tokens, summarise
 from bench.replay.profiles import PROFILES
 from bench.replay.schedule import ReplayRun, RequestResult
 from bench.replay.trace import Trace, TraceRequest, load_trace
-from gateway.config import parse_config
-from gateway.engines import Replica
+from gateway.config.root import parse_config
+from gateway.engines.state import Replica
 from tests.bench.synthetic import request, segment, write_trace
 from tests.gguf_files import SMOL_LIKE, gguf
 

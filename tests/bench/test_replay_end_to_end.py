@@ -15,7 +15,7 @@ from bench.replay.profiles import PROFILES, FleetRoute, profile_config
 from bench.replay.report import MEASURE_KEYS, complete_row, render
 from bench.replay.runner import UPSTREAM_MODEL, ReplaySettings, Router, measure, summarise
 from bench.replay.trace import load_trace
-from emulator import EmulatorSettings
+from emulator.settings import EmulatorSettings
 from tests.bench.synthetic import agent_trace
 from tests.conftest import StartEmulator, StartGateway
 

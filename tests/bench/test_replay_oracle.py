@@ -52,8 +52,8 @@ def test_identical_prompts_still_compute_their_last_token(tmp_path: Path) -> Non
 
 
 def test_local_copy_matches_the_emulator_rule(tmp_path: Path) -> None:
-    """The fallback must hash exactly as emulator/prompt_blocks.py does."""
-    module = pytest.importorskip("emulator.prompt_blocks")
+    """The fallback must hash exactly as emulator/engine/prompt_blocks.py does."""
+    module = pytest.importorskip("emulator.engine.prompt_blocks")
     body = {
         "tools": [{"type": "function", "function": {"name": "f", "parameters": {"b": 1, "a": 2}}}],
         "messages": [

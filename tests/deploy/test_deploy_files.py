@@ -14,7 +14,7 @@ import yaml
 from prometheus_client.metrics import MetricWrapperBase
 
 from gateway.cli import build_parser
-from gateway.config import Config, load_config
+from gateway.config.root import Config, load_config
 from gateway.telemetry.metrics import METRIC_NAMES, GatewayMetrics
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,8 @@ import httpx
 import orjson
 import pytest
 
-from emulator import EmulatorServer, EmulatorSettings
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
 
 StartEmulator = Callable[..., Awaitable[EmulatorServer]]
 MODEL = "emulated-model"

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from emulator import EmulatorServer, Faults
+from emulator.server import EmulatorServer
+from emulator.settings import Faults
 from tests.emulator.conftest import MODEL, StartEmulator
-from tests.emulator.test_anthropic_format import SYSTEM, WEATHER
+from tests.emulator.wire.test_anthropic_format import SYSTEM, WEATHER
 
 anthropic = pytest.importorskip(
     "anthropic", reason="the anthropic SDK is not installed (pip install -e '.[dev]')"

@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from emulator import EmulatorFleet, EmulatorSettings
+from emulator.fleet import EmulatorFleet
 from emulator.loopback import bind_loopback
+from emulator.settings import EmulatorSettings
 from tests.emulator.conftest import (
     StartEmulator,
     chat_request,

@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 import pytest
 
-from emulator.context_window import keep_tail
-from emulator.needle import NOT_FOUND
-from emulator.text import split_pieces
+from emulator.content.needle import NOT_FOUND
+from emulator.content.text import split_pieces
+from emulator.engine.context_window import keep_tail
 from tests.emulator.conftest import (
     MODEL,
     StartEmulator,

@@ -12,8 +12,8 @@ import httpx
 import orjson
 import pytest
 
+from emulator.content.tool_faults import ToolFault, corrupt_tool_call
 from emulator.request_parsing import ToolSpec
-from emulator.tool_faults import ToolFault, corrupt_tool_call
 from tests.emulator.conftest import (
     MODEL,
     StartEmulator,

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from emulator import EmulatorServer
+from emulator.server import EmulatorServer
 from tests.emulator.conftest import MODEL, StartEmulator
-from tests.emulator.test_gemini_format import SYSTEM
+from tests.emulator.wire.test_gemini_format import SYSTEM
 
 genai = pytest.importorskip(
     "google.genai", reason="the google-genai SDK is not installed (pip install -e '.[dev]')"

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
-from emulator import EmulatorServer
+from emulator.server import EmulatorServer
 from tests.emulator.conftest import MODEL, StartEmulator
 from tests.emulator.test_chat import WEATHER_TOOL
 

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from emulator.anthropic_cache import cache_pieces
 from emulator.provider_cache import CachePiece, PromptCacheOptions, ProviderPromptCache
+from emulator.wire.anthropic_cache import cache_pieces
 from tests.conftest import StartEmulator
 
 WORDS = " the and for you"  # 4 bytes a token

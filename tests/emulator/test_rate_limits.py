@@ -5,8 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from emulator.openai_format import duration_text
 from emulator.rate_limits import Budget, RateLimiter
+from emulator.wire.openai_format import duration_text
 from tests.emulator.conftest import StartEmulator, chat_request
 
 

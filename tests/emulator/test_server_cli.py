@@ -10,8 +10,9 @@ import sys
 import httpx
 import pytest
 
-from emulator import EmulatorServer, EmulatorSettings
 from emulator.cli import add_arguments, run, settings_from_args
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
 from tests.emulator.conftest import StartEmulator, chat_request
 
 _RUN_CLI = (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from emulator.generation import AnswerStyle, generate_choices
+from emulator.content.generation import AnswerStyle, generate_choices
 from emulator.request_parsing import parse_chat
 from tests.emulator.conftest import chat_request
 from tests.emulator.test_chat import WEATHER_TOOL

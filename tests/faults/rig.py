@@ -11,9 +11,11 @@ from typing import Any, ClassVar
 import httpx
 import orjson
 
-from emulator import EmulatorServer, Faults
+from emulator.server import EmulatorServer
+from emulator.settings import Faults
 from gateway.telemetry.record import RequestRecord
-from policies import BackendView, PolicyParams, Role, Score, Snapshot
+from policies.base import PolicyParams, Role, Score
+from policies.snapshot import BackendView, Snapshot
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually
 
 ROUTE = "default"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from emulator import Faults
+from emulator.settings import Faults
 from tests.conftest import StartEmulator, StartGateway
 from tests.faults.rig import openai_error
 from tests.integration.mixed_fleet import HEADER, MEMBERS, ROUTE, Member, start_fleet

@@ -12,10 +12,10 @@ import httpx
 import yaml
 
 from emulator.loopback import LoopbackServer
-from gateway.config import load_config
+from gateway.config.root import load_config
 from gateway.http.app import SwitchyardApp, create_app
-from gateway.runtime import Runtime
-from gateway.service import Gateway
+from gateway.process.runtime import Runtime
+from gateway.process.service import Gateway
 
 ADMIN_ENV = "SY_LIFECYCLE_ADMIN_KEYS"
 MODEL = "emulated-model"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from emulator import EmulatorServer
+from emulator.server import EmulatorServer
 from tests.conftest import StartEmulator
 
 ROUTE = "assistant"

@@ -13,7 +13,7 @@ import anthropic
 import openai
 import pytest
 
-from emulator import Faults
+from emulator.settings import Faults
 from tests.conftest import RunningGateway, StartEmulator, StartGateway
 from tests.integration.mixed_fleet import HEADER, MEMBERS, ROUTE, Fleet, Member, start_fleet
 

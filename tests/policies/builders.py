@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from policies import BackendView, RequestInfo, Snapshot
-from policies.snapshot import Endpoint, QualityView
+from policies.snapshot import BackendView, Endpoint, QualityView, RequestInfo, Snapshot
 
 
 def backend(

@@ -7,9 +7,11 @@ import math
 
 import pytest
 
-from policies import BackendView, Decision, describe_decision
 from policies.config import PolicyConfig
+from policies.decision import Decision
+from policies.describe import describe_decision
 from policies.pipeline import CandidateReports
+from policies.snapshot import BackendView
 from tests.policies.builders import backend, snapshot
 from tests.policies.test_pipeline import FIXED, pipeline
 

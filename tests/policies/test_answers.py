@@ -8,8 +8,10 @@ from typing import ClassVar
 
 import pytest
 
-from policies import BackendView, PolicyParams, Role, Score, Scores, Snapshot, Verdict, Verdicts
+from policies.answers import Scores, Verdicts
+from policies.base import PolicyParams, Role, Score, Verdict
 from policies.config import PolicyConfig
+from policies.snapshot import BackendView, Snapshot
 from tests.policies.builders import backend, fleet, snapshot
 from tests.policies.test_pipeline import pipeline
 

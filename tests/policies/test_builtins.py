@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-from policies import BUILTINS
-from policies.bounded_load_filter import BoundedLoadFilter
-from policies.capacity_filter import CapacityFilter
-from policies.context_window_filter import ContextWindowFilter
-from policies.cost_scorer import CostScorer
-from policies.healthy_filter import HealthyFilter
-from policies.kv_cost_scorer import KvCostScorer
-from policies.least_load_scorer import LeastLoadScorer
-from policies.load_scorer import LoadScorer
-from policies.max_score_picker import MaxScorePicker
-from policies.model_match_filter import ModelMatchFilter
-from policies.placement_filter import PlacementFilter
-from policies.prefix_cache_scorer import PrefixCacheScorer
-from policies.quality_filter import QualityFilter
-from policies.quality_scorer import QualityScorer
-from policies.random_scorer import RandomScorer
-from policies.round_robin_scorer import RoundRobinScorer
-from policies.session_affinity_scorer import SessionAffinityScorer
-from policies.sla_filter import SlaFilter
-from policies.weighted_random_picker import WeightedRandomPicker
+from policies.builtins import BUILTINS
+from policies.filters.bounded_load_filter import BoundedLoadFilter
+from policies.filters.capacity_filter import CapacityFilter
+from policies.filters.context_window_filter import ContextWindowFilter
+from policies.filters.healthy_filter import HealthyFilter
+from policies.filters.model_match_filter import ModelMatchFilter
+from policies.filters.placement_filter import PlacementFilter
+from policies.filters.quality_filter import QualityFilter
+from policies.filters.sla_filter import SlaFilter
+from policies.pickers.max_score_picker import MaxScorePicker
+from policies.pickers.weighted_random_picker import WeightedRandomPicker
+from policies.scorers.cost_scorer import CostScorer
+from policies.scorers.kv_cost_scorer import KvCostScorer
+from policies.scorers.least_load_scorer import LeastLoadScorer
+from policies.scorers.load_scorer import LoadScorer
+from policies.scorers.prefix_cache_scorer import PrefixCacheScorer
+from policies.scorers.quality_scorer import QualityScorer
+from policies.scorers.random_scorer import RandomScorer
+from policies.scorers.round_robin_scorer import RoundRobinScorer
+from policies.scorers.session_affinity_scorer import SessionAffinityScorer
 
 # Written out by hand: a profile names these in YAML, so none may appear, vanish or move.
 EXPECTED: dict[str, object] = {

@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import load_config
-from policies import BackendView, Decision, Pipeline, build_pipeline
+from gateway.config.root import load_config
 from policies.config import PluginRef, PolicyConfig, ProfileConfig
+from policies.decision import Decision
+from policies.pipeline import Pipeline
+from policies.profiles import build_pipeline
+from policies.snapshot import BackendView
 from tests.policies.builders import backend, snapshot
 
 CACHE_AWARE: list[str | tuple[str, float]] = [

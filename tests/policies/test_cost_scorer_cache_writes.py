@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from policies.cost_scorer import CostScorer
 from policies.prices import Prices
+from policies.scorers.cost_scorer import CostScorer
 from policies.snapshot import CacheWrite
 from tests.policies.builders import backend, snapshot
 

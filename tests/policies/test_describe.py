@@ -4,8 +4,10 @@ import json
 
 import pytest
 
-from policies import BackendView, build_pipeline, describe_decision
 from policies.config import PluginRef, ProfileConfig
+from policies.describe import describe_decision
+from policies.profiles import build_pipeline
+from policies.snapshot import BackendView
 from tests.policies.builders import backend, snapshot
 
 PIPE = build_pipeline(

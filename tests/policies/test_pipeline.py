@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from policies import Pipeline, PolicyContractError, Score, build_pipeline
+from policies.base import Score
 from policies.config import PluginRef, PolicyConfig, ProfileConfig
+from policies.pipeline import Pipeline, PolicyContractError
+from policies.profiles import build_pipeline
 from tests.policies.builders import backend, fleet, snapshot
 
 FIXED = "tests.policies.user_plugins:FixedScorer"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from policies import PolicyConfigError, build_pipeline, build_pipelines, pipeline_problems
 from policies.config import PluginRef, PolicyConfig, ProfileConfig
+from policies.profiles import build_pipeline, build_pipelines, pipeline_problems
+from policies.registry import PolicyConfigError
 from tests.policies.builders import fleet, snapshot
 from tests.policies.test_pipeline import FIXED
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from policies import Role, register_policy
-from policies.register import BUILTIN_POLICIES, PolicyRegistry
+from policies.base import Role
+from policies.register import BUILTIN_POLICIES, PolicyRegistry, register_policy
 
 
 def policy_class(type_name: str, role: Role = "scorer") -> Any:

@@ -4,16 +4,16 @@ import re
 
 import pytest
 
-from policies import BUILTINS, PolicyConfigError, create, resolve
-from policies.bounded_load_filter import BoundedLoadFilter
+from policies.builtins import BUILTINS
 from policies.config import PolicyConfig
-from policies.kv_cost_scorer import KvCostScorer
-from policies.load_scorer import LoadScorer
-from policies.prefix_cache_scorer import PrefixCacheScorer
-from policies.registry import params_model
-from policies.round_robin_scorer import RoundRobinScorer
-from policies.sla_filter import SlaFilter
-from policies.weighted_random_picker import WeightedRandomPicker
+from policies.filters.bounded_load_filter import BoundedLoadFilter
+from policies.filters.sla_filter import SlaFilter
+from policies.pickers.weighted_random_picker import WeightedRandomPicker
+from policies.registry import PolicyConfigError, create, params_model, resolve
+from policies.scorers.kv_cost_scorer import KvCostScorer
+from policies.scorers.load_scorer import LoadScorer
+from policies.scorers.prefix_cache_scorer import PrefixCacheScorer
+from policies.scorers.round_robin_scorer import RoundRobinScorer
 from tests.policies import user_plugins
 
 CANONICAL = {

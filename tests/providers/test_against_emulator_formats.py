@@ -12,7 +12,8 @@ import httpx
 import orjson
 import pytest
 
-from emulator import EmulatorServer, EmulatorSettings, Faults
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings, Faults
 from providers.base import Deadlines, Provider, UpstreamRequest
 from providers.errors import UpstreamError, UpstreamStatusError
 from providers.registry import open_provider

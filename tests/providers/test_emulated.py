@@ -9,11 +9,11 @@ from urllib.parse import urlsplit
 import orjson
 import pytest
 
-from emulator import EmulatorOptions, EmulatorSettings
-from providers.anthropic import AnthropicProvider
+from emulator.settings import EmulatorOptions, EmulatorSettings
+from providers.anthropic.provider import AnthropicProvider
 from providers.base import Deadlines, Provider, UpstreamRequest
 from providers.emulated import EmulatedProvider
-from providers.gemini import GeminiProvider
+from providers.gemini.provider import GeminiProvider
 from providers.openai_compatible import OpenAICompatibleProvider
 from providers.registry import open_provider
 from providers.settings import BackendKind, ProviderSettings

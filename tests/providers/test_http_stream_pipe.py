@@ -11,7 +11,7 @@ import pytest
 
 from providers.base import Deadlines, StreamValve, UpstreamStream, pipeable, upstream_headers
 from providers.errors import UpstreamProtocolError, UpstreamResponseTooLarge, UpstreamTimeout
-from providers.http_transport import HttpTransport
+from providers.transport.http_transport import HttpTransport
 from tests.providers.fake_upstream import Pause, Reply, ScriptedServer
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from providers.llama_cpp import open_llama_cpp
 from providers.presets import KIND_PRESETS, PRESETS, Endpoint, preset_of, with_preset_defaults
-from providers.registry import FACTORIES
+from providers.registry import factory_of
 from providers.settings import OPENAI_COMPATIBLE_KINDS, BackendKind, PresetName, ProviderSettings
 from providers.usage import usage_of
 
@@ -110,8 +110,8 @@ def test_every_preset_name_is_in_the_table_and_every_implied_kind_is_served_as_o
     assert set(KIND_PRESETS) <= OPENAI_COMPATIBLE_KINDS
     # llama-cpp's adapter is the OpenAI-compatible one reading llama-server's "not ready".
     plain = OPENAI_COMPATIBLE_KINDS - {"llama-cpp"}
-    assert {FACTORIES[kind] for kind in plain} == {FACTORIES["openai"]}
-    assert FACTORIES["llama-cpp"] is open_llama_cpp
+    assert {factory_of(kind) for kind in plain} == {factory_of("openai")}
+    assert factory_of("llama-cpp") is open_llama_cpp
 
 
 def test_only_openrouter_knows_optional_headers() -> None:

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from providers.openai_compatible import OpenAICompatibleProvider
-from providers.registry import FACTORIES, open_provider
+from providers.registry import FACTORIES, factory_of, open_provider
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, BackendKind, ProviderSettings
 
 
@@ -31,7 +31,9 @@ def test_defaults_and_unknown_keys() -> None:
 
 
 def test_every_kind_has_a_factory() -> None:
+    """Every kind names an importable factory (the registry imports them lazily)."""
     assert set(FACTORIES) == set(get_args(BackendKind))
+    assert all(callable(factory_of(kind)) for kind in FACTORIES)
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.engines import ModelUnavailable, Replica, running_replicas
+from gateway.engines.errors import ModelUnavailable
 from gateway.engines.install import importable
+from gateway.engines.launcher import running_replicas
 from gateway.engines.model_file import cache_dir, download_model, find_model
+from gateway.engines.state import Replica
 
 HERE = Path(__file__).resolve().parent
 TIMEOUT_S = 300

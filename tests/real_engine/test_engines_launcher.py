@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.config import load_config
-from gateway.engines import Replica, running_replicas
+from gateway.config.root import load_config
+from gateway.engines.launcher import running_replicas
 from gateway.engines.processes import is_replica, is_running, stop_pid
-from gateway.engines.state import read_state
+from gateway.engines.state import Replica, read_state
 
 SYSTEM = "You are a concise assistant. Answer in one short sentence about geography."
 

@@ -12,8 +12,8 @@ import httpx
 import orjson
 import pytest
 
-from gateway.engines import Replica
-from gateway.fleet.engine_metrics import samples
+from gateway.engines.state import Replica
+from gateway.fleet.scrape.engine_metrics import samples
 from tests.conftest import RunningGateway, StartGateway, eventually
 
 ROUTE = "chat"

@@ -14,11 +14,12 @@ from bench.quality_real.campaign import CampaignSettings, run_scenario
 from bench.quality_real.replicas import EngineSetup, running_engine
 from bench.quality_real.scenarios import Scenario
 from bench.quality_real.stats import first_cycle, flag_counts
-from gateway.engines import Replica
-from gateway.quality.book import QualityBook
+from gateway.engines.state import Replica
+from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.config import ProbeConfig, QualityConfig
-from gateway.quality.prober import Prober, ProbeResult
-from providers import ProviderSettings, open_provider
+from gateway.quality.probes.prober import Prober, ProbeResult
+from providers.registry import open_provider
+from providers.settings import ProviderSettings
 
 TWINS = Scenario("twins", "identical twin", "twins", EngineSetup())  # canary only: fast
 KV_Q4 = Scenario(

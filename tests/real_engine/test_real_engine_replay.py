@@ -16,7 +16,7 @@ from bench.replay.profiles import PROFILES
 from bench.replay.trace import load_trace
 from bench.workloads import real_chat
 from bench.workloads.builder import write_lines
-from gateway.engines import ReplicaOptions
+from gateway.engines.launcher import ReplicaOptions
 
 # Three conversations: an odd count, so that round-robin's alternation cannot line each one
 # up with a replica of its own.

@@ -15,7 +15,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from gateway.bounds import check_depth
+from gateway.config.bounds import check_depth
 from gateway.errors import SwitchyardError
 from gateway.http.anthropic_ingress.errors import error_response
 from gateway.http.anthropic_ingress.messages_dialect import MESSAGES
@@ -25,7 +25,7 @@ from gateway.http.chat_messages import ChatMessage, FunctionTool
 from gateway.http.proxy import read_body
 from gateway.http.responses import json_response
 from gateway.prefix.token_count import TokenCounter
-from gateway.service import Gateway
+from gateway.process.service import Gateway
 
 router = APIRouter()
 

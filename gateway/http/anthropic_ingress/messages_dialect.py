@@ -17,7 +17,7 @@ from functools import partial
 import orjson
 from starlette.responses import Response
 
-from gateway.bounds import BoundsConfig
+from gateway.config.bounds import BoundsConfig
 from gateway.errors import Unauthorized
 from gateway.http.anthropic_ingress.errors import error_response
 from gateway.http.anthropic_ingress.messages_request import (

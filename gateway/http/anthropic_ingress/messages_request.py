@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal, Self, TypeVar
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from gateway.bounds import (
+from gateway.config.bounds import (
     DEFAULT_BOUNDS,
     BoundsConfig,
     check_chars,

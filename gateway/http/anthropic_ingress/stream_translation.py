@@ -1,5 +1,5 @@
 """OpenAI chat chunks as Anthropic's stream events, translated as they arrive
-(`ClientEvents` for `gateway.http.translated_relay`, which reads the chunks).
+(`ClientEvents` for `gateway.http.relay.translated`, which reads the chunks).
 
 The first chunk opens the message (`message_start`); reasoning, text and each tool call
 become content blocks in the order they begin (`content_block_start`, their deltas:
@@ -22,7 +22,7 @@ from gateway.http.anthropic_ingress.response_translation import (
     stop_reason,
 )
 from gateway.http.openai_reply import ChatReply, MessageOut, ToolCallOut
-from gateway.http.translated_relay import StreamSummary
+from gateway.http.relay.translated import StreamSummary
 from providers.errors import ApiError
 
 BlockKind = Literal["text", "thinking"] | int

@@ -8,7 +8,7 @@ cannot do) and `request_translation` (to the OpenAI chat request the gateway rou
 `stream_translation` (the backend's chat answer as a `response` and as the typed stream
 events); `responses_dialect` (the proxy path's `Dialect` for `/v1/responses`). What the
 Messages ingress translates alike is shared beside them: `gateway.http.chat_messages`,
-`gateway.http.openai_reply` and `gateway.http.translated_relay`.
+`gateway.http.openai_reply` and `gateway.http.relay.translated`.
 
 Deliberately no imports here: `gateway.http.proxy` imports the dialect.
 """

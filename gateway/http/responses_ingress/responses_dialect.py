@@ -15,7 +15,7 @@ from functools import partial
 import orjson
 from starlette.responses import Response
 
-from gateway.bounds import BoundsConfig
+from gateway.config.bounds import BoundsConfig
 from gateway.http.dialect import OPENAI, Authorize, TranslatedRequest
 from gateway.http.responses_ingress.request_translation import to_chat_request
 from gateway.http.responses_ingress.response_translation import (

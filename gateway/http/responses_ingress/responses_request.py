@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gateway.bounds import (
+from gateway.config.bounds import (
     DEFAULT_BOUNDS,
     BoundsConfig,
     check_chars,

@@ -11,7 +11,7 @@ each tool call become output items in the order they begin, each opened with
 backend's error event among them, sends `error` and then `response.failed`. Every event
 carries its `sequence_number`.
 
-These are `ClientEvents` for `gateway.http.translated_relay`, which reads the chunks. The
+These are `ClientEvents` for `gateway.http.relay.translated`, which reads the chunks. The
 texts are kept, since the `.done` events and the last `response` repeat them (bounded:
 MAX_KEPT_CHARS).
 """
@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gateway.http.openai_reply import ChatReply, MessageOut, ToolCallOut
+from gateway.http.relay.translated import StreamSummary
 from gateway.http.responses_ingress.response_object import (
     ItemStatus,
     OutputItem,
@@ -38,7 +39,6 @@ from gateway.http.responses_ingress.response_translation import (
     responses_usage,
     status_of,
 )
-from gateway.http.translated_relay import StreamSummary
 from providers.errors import ApiError, UpstreamProtocolError
 
 MAX_KEPT_CHARS = 16 * 1024 * 1024

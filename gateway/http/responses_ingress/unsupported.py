@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from gateway.bounds import check_count
+from gateway.config.bounds import check_count
 from gateway.errors import InvalidRequest
 from gateway.http.responses_ingress.input_items import ITEM_TYPES
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gateway.quality.book import QualityBook
+from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.report import pair_report
 from gateway.telemetry.wiring import Telemetry
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gateway.config import ConfigError, load_config
+from gateway.config.root import load_config
 from gateway.engines.config_writer import write_config
 from gateway.engines.state import Replica
+from gateway.errors import ConfigError
 
 
 def replica(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.backend_config import BackendConfig
-from gateway.config import HealthConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.root import HealthConfig
 from gateway.fleet.estimates import BackendEstimates
 from gateway.fleet.state import FleetState
 

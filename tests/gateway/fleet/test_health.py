@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from gateway.backend_config import BackendConfig
-from gateway.config import HealthConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.root import HealthConfig
 from gateway.fleet.health import HealthDetector
 from gateway.fleet.state import FleetState
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from gateway.backend_config import BackendConfig
-from gateway.config import HealthConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.root import HealthConfig
 from gateway.fleet.provider_limits import rate_limited_wait, spent_budget
 from gateway.fleet.state import FleetState
 from providers.rate_limits import RateLimitSignal

@@ -13,8 +13,8 @@ from redis.asyncio import Redis
 
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
 from tests.gateway.fleet.conftest import SHARED_REDIS
-from tests.gateway.fleet.test_sync import chat, connected, status
-from tests.gateway.fleet.test_sync import redis_state as fast_redis_state
+from tests.gateway.fleet.sync.test_redis_sync import chat, connected, status
+from tests.gateway.fleet.sync.test_redis_sync import redis_state as fast_redis_state
 from tests.gateway.processes import free_port
 
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from gateway.backend_config import BackendConfig
-from gateway.config import HealthConfig
-from gateway.fleet.engine_metrics import EngineLoad
+from gateway.config.backends import BackendConfig
+from gateway.config.root import HealthConfig
+from gateway.fleet.scrape.engine_metrics import EngineLoad
 from gateway.fleet.state import FleetState
 from providers.rate_limits import RateLimitSignal
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from emulator import EmulatorServer
+from emulator.server import EmulatorServer
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 
 SMALL_BODY_BYTES = 4096

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from gateway.http.translated_relay import ClientEvents, TranslatedStream
+from gateway.http.relay.translated import ClientEvents, TranslatedStream
 
 DONE = b"data: [DONE]\n\n"
 USAGE = {"prompt_tokens": 10, "completion_tokens": 3, "prompt_tokens_details": {"cached_tokens": 4}}

@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from gateway.bounds import check_depth
+from gateway.config.bounds import check_depth
 from gateway.errors import InvalidRequest
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 from tests.gateway.http.conftest import assert_openai_error
@@ -212,7 +212,8 @@ async def test_a_stream_over_its_cap_ends_with_an_error_event(
 
 
 def test_bounds_are_validated_at_start_up() -> None:
-    from gateway.config import ConfigError, parse_config
+    from gateway.config.root import parse_config
+    from gateway.errors import ConfigError
 
     config = make_config({"only": "http://127.0.0.1:1/v1"}, bounds={"max_n": 0, "extra": 1})
     with pytest.raises(ConfigError) as caught:

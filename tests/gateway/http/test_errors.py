@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from gateway.config import ConfigError, parse_config
-from gateway.service import start_gateway as start_service
+from gateway.config.root import parse_config
+from gateway.errors import ConfigError
+from gateway.process.service import start_gateway as start_service
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 from tests.gateway.http.conftest import assert_openai_error
 

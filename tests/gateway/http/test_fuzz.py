@@ -29,9 +29,10 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from pydantic import BaseModel
 
-from emulator import EmulatorServer, EmulatorSettings
 from emulator.loopback import LoopbackServer
-from gateway.config import parse_config
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
+from gateway.config.root import parse_config
 from gateway.http.anthropic_ingress.messages_request import MessagesRequest
 from gateway.http.app import create_app
 from gateway.http.responses_ingress.responses_request import ResponsesRequest

@@ -16,8 +16,8 @@ from pathlib import Path
 import yaml
 from aiohttp import web
 
-from gateway.backend_config import BackendConfig
-from gateway.config import ServerConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.root import ServerConfig
 from providers.base import Deadlines, UpstreamRequest
 from providers.openai_compatible import OpenAICompatibleProvider
 from tests.gateway.processes import free_port, running, wait_ready

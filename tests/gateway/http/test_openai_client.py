@@ -14,9 +14,10 @@ import pytest
 import pytest_asyncio
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
 
-from emulator import EmulatorServer, EmulatorSettings
 from emulator.loopback import LoopbackServer
-from gateway.config import parse_config
+from emulator.server import EmulatorServer
+from emulator.settings import EmulatorSettings
+from gateway.config.root import parse_config
 from gateway.http.app import create_app
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from gateway.errors import SwitchyardError
-from gateway.http.splice import Splice
-from gateway.http.streaming import RelayState, StreamOutcome, relay
+from gateway.http.relay.splice import Splice
+from gateway.http.relay.streaming import RelayState, StreamOutcome, relay
 from providers.base import StreamSink, StreamValve
 from providers.rate_limits import RateLimitSignal
 

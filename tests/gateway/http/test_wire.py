@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 
+from gateway.config.placement import NO_REQUIREMENT
 from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.http.proxy import receive_body
 from gateway.http.wire import (
@@ -22,7 +23,6 @@ from gateway.http.wire import (
     required_tags,
     traits_of,
 )
-from gateway.placement import NO_REQUIREMENT
 
 CHAT = b'{"model": "default", "messages": [{"role": "user", "content": "hi"}]}'
 

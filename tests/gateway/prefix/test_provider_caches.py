@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from gateway.backend_config import BackendConfig
+from gateway.config.backends import BackendConfig
 from gateway.prefix.breakpoints import BreakpointPlan
 from gateway.prefix.cache_semantics import PRESETS, CacheRules
 from gateway.prefix.fingerprint import BLOCK_BYTES, Fingerprint

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.quality.observation import Observation
-from gateway.quality.signals import SignalParams, evaluate
+from gateway.quality.config import SignalParams
+from gateway.quality.signals.observation import Observation
+from gateway.quality.signals.rules import evaluate
 
 PARAMS = SignalParams()
 

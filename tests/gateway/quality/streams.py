@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from gateway.quality.collect import CollectBounds, CollectedResponse, StreamCollector
+from gateway.quality.signals.collect import CollectBounds, CollectedResponse, StreamCollector
 
 
 def event(payload: Any, *, newline: bytes = b"\n") -> bytes:

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from gateway.fleet.peer_wire import decode_batch, encode_batch
-from gateway.quality.book import QualityBook
+from gateway.fleet.sync.peer_wire import decode_batch, encode_batch
+from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.config import QualityConfig
-from gateway.quality.observation import SignalEvent
 from gateway.quality.shared import QualityShare
+from gateway.quality.signals.observation import SignalEvent
 
 WALL = 1_764_800_000.0
 MAX_AGE_S = 10.0

@@ -15,8 +15,8 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from gateway.store import StoreWriter
 from gateway.store.config import StoreConfig
+from gateway.store.writer import StoreWriter
 from tests.conftest import DATABASE_URL_FOR_TESTS
 
 

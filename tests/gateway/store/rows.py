@@ -8,7 +8,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from gateway.store import TABLES, TableName, make_engine
+from gateway.store.database import make_engine
+from gateway.store.models import TABLES, TableName
 
 Row = dict[str, Any]
 REPLICA = "gw-7f3c:4242"

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from gateway.cli import main
-from gateway.store import DATABASE_URL_ENV
+from gateway.store.config import DATABASE_URL_ENV
 from tests.conftest import make_config
 
 

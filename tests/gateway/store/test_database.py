@@ -8,10 +8,9 @@ import pytest
 from sqlalchemy import JSON, literal, select, text
 from sqlalchemy.exc import DBAPIError
 
-from gateway.config import ConfigError
-from gateway.store import DATABASE_URL_ENV, make_engine, redact_url, resolve_url
-from gateway.store.config import StoreConfig
-from gateway.store.database import describe_error
+from gateway.errors import ConfigError
+from gateway.store.config import DATABASE_URL_ENV, StoreConfig, resolve_url
+from gateway.store.database import describe_error, make_engine, redact_url
 
 CONFIGURED = "sqlite+aiosqlite:///config.db"
 

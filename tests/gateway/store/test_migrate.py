@@ -9,7 +9,9 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 
-from gateway.store import TABLES, current, downgrade, head, make_engine, metadata, upgrade
+from gateway.store.database import make_engine
+from gateway.store.migrate import current, downgrade, head, upgrade
+from gateway.store.models import TABLES, metadata
 
 EXPECTED_INDEXES = {
     "requests": {"ix_requests_created_at", "ix_requests_backend_created_at"},

@@ -12,8 +12,10 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from gateway.store import TABLES, make_engine, upgrade
 from gateway.store import writer as writer_module
+from gateway.store.database import make_engine
+from gateway.store.migrate import upgrade
+from gateway.store.models import TABLES
 from tests.conftest import eventually
 from tests.gateway.store.conftest import MakeWriter, written
 from tests.gateway.store.rows import (

@@ -15,8 +15,8 @@ import asyncpg
 import pytest
 from sqlalchemy.engine import make_url
 
-from gateway.store import StoreWriter
 from gateway.store.migrate import MIGRATION_LOCK_ID
+from gateway.store.writer import StoreWriter
 from tests.conftest import eventually
 from tests.gateway.store.conftest import MakeWriter, written
 from tests.gateway.store.rows import probe_row, read_rows, request_row

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gateway.decisions import Attempt, DecisionRecord
+from gateway.routing.decisions import Attempt, DecisionRecord
 from gateway.telemetry.record import RequestRecord
 from policies.base import Score, Verdict
 from policies.decision import CandidateReport, Decision

@@ -11,9 +11,9 @@ from typing import Any
 import orjson
 import pytest
 
+from gateway.process.terminal import BatchedStreamHandler, SecondsFormatter
 from gateway.telemetry.access_log import AccessLog, concise_line, json_line
 from gateway.telemetry.record import RequestRecord
-from gateway.terminal import BatchedStreamHandler, SecondsFormatter
 from providers.usage import Usage
 from tests.conftest import StartEmulator, StartGateway, make_config
 from tests.gateway.telemetry.builders import record

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from gateway.process.workers import prepare_metrics_dir
 from gateway.telemetry.metrics import MULTIPROC_ENV, GatewayMetrics
-from gateway.workers import prepare_metrics_dir
 
 # A worker that sets its gauges, counts a request and dies without any clean-up.
 _WORKER = """

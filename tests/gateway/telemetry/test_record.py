@@ -6,7 +6,7 @@ import pytest
 
 from gateway.telemetry.config import PricingConfig
 from gateway.telemetry.record import deciding_policy
-from policies import BackendView
+from policies.snapshot import BackendView
 from providers.usage import Usage
 from tests.gateway.telemetry.builders import decision, record
 from tests.policies.builders import snapshot

@@ -13,11 +13,13 @@ import pytest
 from sqlalchemy import select
 
 from gateway.fleet.state import FleetState
-from gateway.quality.book import QualityBook
+from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.config import QualityConfig
-from gateway.quality.observation import SignalEvent
-from gateway.store import TABLES, StoreWriter, make_engine
+from gateway.quality.signals.observation import SignalEvent
 from gateway.store.config import StoreConfig
+from gateway.store.database import make_engine
+from gateway.store.models import TABLES
+from gateway.store.writer import StoreWriter
 from gateway.telemetry.sampler import Sampler
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config, parsed
 from tests.gateway.telemetry.test_metrics_endpoint import drained, samples, total

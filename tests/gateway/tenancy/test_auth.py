@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gateway.cli import main
-from gateway.config import ConfigError, parse_config
-from gateway.errors import Forbidden, Unauthorized
+from gateway.config.root import parse_config
+from gateway.errors import ConfigError, Forbidden, Unauthorized
 from gateway.tenancy.auth import Authenticator, env_keys, exposure_problem, static_key_id
 from gateway.tenancy.wiring import check_exposure
 from tests.conftest import make_config

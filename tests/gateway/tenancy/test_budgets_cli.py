@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gateway.cli import main
-from gateway.tenancy.budget_ledger import Spend, SpendLedger
-from gateway.tenancy.budget_redis import RedisSpend
+from gateway.tenancy.budgets.ledger import Spend, SpendLedger
+from gateway.tenancy.budgets.redis_counters import RedisSpend
 from gateway.tenancy.config import BudgetsConfig
 from tests.gateway.tenancy.conftest import REDIS_URL
 from tests.gateway.tenancy.test_keys_cli import config_path

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from gateway.tenancy.budget_windows import counters_of, window_of
+from gateway.tenancy.budgets.windows import counters_of, window_of
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
 from tests.gateway.tenancy.test_keys_http import ADMIN, SECRET_ENV, bearer, create, secrets_in_env
 

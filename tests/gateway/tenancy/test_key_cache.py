@@ -8,10 +8,12 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from gateway.store import downgrade, make_engine, upgrade
+from gateway.store.database import make_engine
+from gateway.store.migrate import downgrade, upgrade
 from gateway.tenancy.config import KeysConfig
-from gateway.tenancy.key_admin import KeyAdmin, KeyChanges, KeySpec, UnknownRoutes
+from gateway.tenancy.key_admin import KeyAdmin
 from gateway.tenancy.key_cache import KeyCache
+from gateway.tenancy.key_specs import KeyChanges, KeySpec, UnknownRoutes
 
 SECRET = b"a-server-secret-of-enough-length"
 

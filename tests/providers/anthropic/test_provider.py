@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from providers.anthropic import AnthropicProvider
+from providers.anthropic.provider import AnthropicProvider
 from providers.base import Deadlines, UpstreamRequest
 from providers.errors import (
     UpstreamConnectError,

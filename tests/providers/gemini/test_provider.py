@@ -14,7 +14,8 @@ import pytest
 
 from providers.base import Deadlines, UpstreamRequest
 from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
-from providers.gemini import DEFAULT_BASE_URL, GeminiProvider, UnsupportedRequest
+from providers.gemini.errors import UnsupportedRequest
+from providers.gemini.provider import DEFAULT_BASE_URL, GeminiProvider
 from providers.registry import open_provider
 from providers.settings import ProviderSettings
 from tests.providers.fake_upstream import Reply, ScriptedServer

@@ -11,9 +11,9 @@ import orjson
 import pytest
 
 from emulator.app import create_app
+from emulator.engine.runtime_state import EmulatorRuntime
 from emulator.loopback import LoopbackServer
 from emulator.provider_cache import PromptCacheOptions
-from emulator.runtime_state import EmulatorRuntime
 from emulator.settings import EmulatorSettings
 from tests.conftest import RunningGateway, StartGateway
 from tests.gateway.http.anthropic_ingress.test_messages_api import HEADERS, CaptureBackend

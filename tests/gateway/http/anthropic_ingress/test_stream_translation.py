@@ -6,7 +6,7 @@ import pytest
 
 from gateway.http.anthropic_ingress.response_translation import ReplyContext
 from gateway.http.anthropic_ingress.stream_translation import MessageEvents
-from gateway.http.translated_relay import TranslatedStream
+from gateway.http.relay.translated import TranslatedStream
 from tests.gateway.http.anthropic_ingress.sse import anthropic_events as events
 from tests.gateway.http.openai_chunks import DONE, TEXT_STREAM, call, chunk, feed_in_pieces
 

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from gateway.bounds import DEFAULT_BOUNDS
+from gateway.config.bounds import DEFAULT_BOUNDS
 from gateway.errors import InvalidRequest
 from gateway.http.responses_ingress.request_translation import to_chat_request
 from gateway.http.responses_ingress.responses_request import parse_responses_request

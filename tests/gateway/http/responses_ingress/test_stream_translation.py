@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.http.relay.translated import TranslatedStream
 from gateway.http.responses_ingress.response_translation import reply_context
 from gateway.http.responses_ingress.responses_request import parse_responses_request
 from gateway.http.responses_ingress.stream_translation import ResponseEvents
-from gateway.http.translated_relay import TranslatedStream
 from providers.errors import UpstreamTimeout
 from tests.gateway.http.openai_chunks import DONE, TEXT_STREAM, call, chunk, feed_in_pieces
 from tests.gateway.http.responses_ingress.sse import kinds, response_events

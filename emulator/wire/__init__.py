@@ -1,0 +1,8 @@
+"""The emulator's front doors: OpenAI's, Anthropic's and Gemini's wire formats over the one
+engine (`api_format.py` is the contract), their response bodies (`openai_bodies.py`), SSE
+events (`stream_events.py`), the chat form the non-OpenAI formats build (`chat_form.py`)
+and Anthropic's cache order (`anthropic_cache.py`).
+
+May import `emulator.content` and the emulator's shared top modules (`request_parsing`,
+`provider_cache`, `rate_limits`, `settings`); never `emulator.engine`.
+"""

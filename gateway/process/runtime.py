@@ -1,0 +1,281 @@
+"""The gateway a process serves now: swapped whole by a config reload, drained at shutdown.
+
+Each proxy request takes the current `Gateway` when it starts (`serving`) and keeps it to
+the end, so a request in flight during a reload finishes on the old config, router,
+dispatcher and providers while new requests see the new ones. A superseded generation's
+loops stop at the swap; its providers that the new one does not share are closed once its
+last request has ended.
+
+At shutdown, `drain` stops new requests (they get 503, `/readyz` too), waits for those in
+flight up to the deadline, then ends what is left: streams with their client format's
+error event, whole requests still waiting for a backend with a 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gateway.config.root import Config
+from gateway.errors import ClientError, ConfigError, SwitchyardError
+from gateway.process.reload_plan import ConfigChanges, compare
+from gateway.process.service import (
+    Gateway,
+    close_providers,
+    next_generation,
+    stop_gateway,
+    stop_loops,
+)
+
+logger = logging.getLogger("switchyard")
+
+CUT_GRACE_S = 5.0
+"""After the drain deadline, how long the requests just ended get to send their last bytes."""
+
+
+class InvalidConfig(ClientError):
+    """The new file does not validate; the running config stays."""
+
+    code = "invalid_config"
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        super().__init__(f"{source}: " + "; ".join(problems))
+        self.problems = problems
+
+
+class RestartRequired(ClientError):
+    """The new file changes settings only a restart applies; nothing was changed."""
+
+    status = 409
+    code = "restart_required"
+
+    def __init__(self, paths: tuple[str, ...]) -> None:
+        super().__init__(
+            f"{', '.join(paths)}: cannot change without a restart; nothing was reloaded"
+        )
+        self.paths = paths
+
+
+class ReloadFailed(SwitchyardError):
+    """The new config validated but a part of it would not start; nothing was changed."""
+
+    code = "reload_failed"
+
+
+_START_ERRORS = (OSError, RuntimeError, ValueError, TimeoutError)
+"""What opening a provider (and starting an emulated engine) raises when it cannot."""
+
+
+class NotReloading(ClientError):
+    """No file to reload from (a gateway built from a config object), or shutting down."""
+
+    status = 409
+    code = "reload_unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadResult:
+    generation: int
+    changes: ConfigChanges
+
+    def as_dict(self) -> dict[str, object]:
+        return {"object": "switchyard.reload", "generation": self.generation} | (
+            self.changes.as_dict()
+        )
+
+
+@dataclass(slots=True, eq=False)
+class Ticket:
+    """One proxy request in flight: the generation it runs on, its task, whether the drain
+    ended it."""
+
+    gateway: Gateway
+    task: asyncio.Task[object] | None
+    cut: bool = False
+
+
+class Serving:
+    """`Runtime.serving()`: a ticket on the current generation for one request's span (a
+    plain class, not `@contextmanager`: this runs for every request)."""
+
+    __slots__ = ("_runtime", "_ticket")
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._ticket = Ticket(runtime.current, asyncio.current_task())
+
+    def __enter__(self) -> Ticket:
+        self._runtime._hold(self._ticket)
+        return self._ticket
+
+    def __exit__(self, *exc: object) -> None:
+        self._runtime._release(self._ticket)
+
+
+class Runtime:
+    def __init__(
+        self,
+        gateway: Gateway,
+        *,
+        load: Callable[[], Config] | None = None,
+        on_swap: Callable[[Gateway], None] = lambda gateway: None,
+    ) -> None:
+        """`load`: reads and validates the config file (raising ConfigError), as start-up
+        did; None when there is no file to reload. `on_swap`: told each new generation."""
+        self._current = gateway
+        self._load = load
+        self._on_swap = on_swap
+        self.generation = 1
+        self._tickets: dict[int, dict[Ticket, None]] = {id(gateway): {}}
+        """Per generation, its requests in flight, in arrival order (a dict: taking one
+        out at its end costs the same however many are in flight)."""
+        """Requests in flight, by the id of the generation they run on."""
+        self._retired: dict[int, Gateway] = {}
+        """Superseded generations whose requests are still finishing."""
+        self._lock = asyncio.Lock()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def current(self) -> Gateway:
+        return self._current
+
+    @property
+    def draining(self) -> bool:
+        return self._current.drain.draining
+
+    @property
+    def retiring(self) -> int:
+        """Superseded generations whose last requests are still finishing."""
+        return len(self._retired)
+
+    def in_flight(self) -> int:
+        return sum(len(tickets) for tickets in self._tickets.values())
+
+    def serving(self) -> Serving:
+        """The current generation, held for one request until it ends (`with`)."""
+        return Serving(self)
+
+    def _hold(self, ticket: Ticket) -> None:
+        self._tickets[id(ticket.gateway)][ticket] = None
+        self._idle.clear()
+
+    def _release(self, ticket: Ticket) -> None:
+        del self._tickets[id(ticket.gateway)][ticket]
+        self._ended(ticket.gateway)
+
+    async def reload(self) -> ReloadResult:
+        """Read the file again and apply it (`apply`); InvalidConfig when it does not
+        validate, the running config unchanged."""
+        if self._load is None:
+            raise NotReloading("this gateway was not started from a config file")
+        try:
+            config = await asyncio.to_thread(self._load)
+        except ConfigError as exc:
+            logger.warning("config reload refused, the running config stays: %s", exc)
+            raise InvalidConfig(exc.source, exc.problems) from None
+        return await self.apply(config)
+
+    async def apply(self, config: Config) -> ReloadResult:
+        """Swap in a generation built for `config` (a validated one), atomically: it is
+        fully started before any new request sees it."""
+        async with self._lock:
+            if self.draining:
+                raise NotReloading("the gateway is shutting down")
+            old = self._current
+            changes = compare(old.config, config)
+            if changes.restart_only:
+                logger.warning(
+                    "config reload refused, the running config stays: %s need a restart",
+                    ", ".join(changes.restart_only),
+                )
+                raise RestartRequired(changes.restart_only)
+            try:
+                new = await next_generation(old, config, changes)
+            except _START_ERRORS as exc:  # an engine or provider that would not open
+                logger.warning("config reload failed, the running config stays: %r", exc)
+                raise ReloadFailed(f"the new config could not be started: {exc!r}") from exc
+            self._tickets[id(new)] = {}
+            self._current = new
+            self.generation += 1
+            self._on_swap(new)
+            try:
+                await stop_loops(old)
+            finally:  # retired even if one of its loops had failed
+                self._retired[id(old)] = old
+                self._ended(old)
+        logger.info("config reloaded (generation %d): %s", self.generation, changes.describe())
+        return ReloadResult(self.generation, changes)
+
+    async def drain(self, deadline_s: float) -> None:
+        """Refuse new requests, let those in flight finish within `deadline_s`, then end
+        the rest (streams with an error event, whole requests with a 503)."""
+        drain = self._current.drain
+        drain.start("draining")
+        logger.info(
+            "shutting down: %d requests in flight may finish within %.0f s",
+            self.in_flight(),
+            deadline_s,
+        )
+        if await self._wait_idle(deadline_s):
+            return
+        streams = drain.cut_streams()
+        waiting = [
+            ticket
+            for tickets in self._tickets.values()
+            for ticket in tickets
+            if ticket.task is not None and ticket.task not in streams
+        ]
+        for ticket in waiting:
+            ticket.cut = True
+            assert ticket.task is not None
+            ticket.task.cancel()
+        logger.warning(
+            "drain deadline passed: ended %d streams and %d waiting requests",
+            len(streams),
+            len(waiting),
+        )
+        await self._wait_idle(CUT_GRACE_S)
+
+    async def close(self) -> None:
+        """Stop the current generation and close every provider still open."""
+        if self._closing:
+            await asyncio.wait(self._closing)
+        current = {id(p) for p in self._current.providers.values()}
+        for old in self._retired.values():
+            await close_providers(p for p in old.providers.values() if id(p) not in current)
+            current |= {id(p) for p in old.providers.values()}
+        self._retired.clear()
+        await stop_gateway(self._current)
+
+    async def _wait_idle(self, timeout_s: float) -> bool:
+        if self._idle.is_set():
+            return True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    def _ended(self, gateway: Gateway) -> None:
+        """A request ended (or a generation was superseded): retire what is done."""
+        key = id(gateway)
+        if not self._tickets[key] and key in self._retired:
+            del self._tickets[key]
+            self._retire(self._retired.pop(key))
+        if not self.in_flight():
+            self._idle.set()
+
+    def _retire(self, old: Gateway) -> None:
+        """Close `old`'s providers that no live generation uses, in the background."""
+        live = [self._current, *self._retired.values()]
+        used = {id(p) for gateway in live for p in gateway.providers.values()}
+        closing = [p for p in old.providers.values() if id(p) not in used]
+        if not closing:
+            return
+        task = asyncio.create_task(close_providers(closing), name="close-retired-providers")
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)

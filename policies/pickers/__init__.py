@@ -1,0 +1,1 @@
+"""The built-in pickers: each chooses one candidate from the weighted totals."""
