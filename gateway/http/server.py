@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import inspect
+import logging
 import sys
 
 import uvicorn
@@ -27,6 +29,9 @@ from gateway.process.tasks import beat_delay
 
 TICK_S = 1.0
 """Between two of uvicorn's ticks (the date header, the request limit, the exit check)."""
+
+
+logger = logging.getLogger("switchyard")
 
 
 class QuietServer(uvicorn.Server):
@@ -89,8 +94,29 @@ def quiet_supported() -> bool:
 def run(app: object, options: dict[str, object]) -> None:
     """`uvicorn.run(app, **options)` for one process, on `QuietServer`."""
     config = uvicorn.Config(app, **options)  # type: ignore[arg-type]
+    warn_unless_spliced(config)
     server = QuietServer(config) if quiet_supported() else uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
     if not server.started:
         sys.exit(STARTUP_FAILURE)
+
+
+def warn_unless_spliced(config: uvicorn.Config) -> None:
+    """Say once, at start-up, when streams cannot be spliced (`gateway.http.relay.splice`):
+    another HTTP protocol than httptools, or a uvicorn whose internals moved."""
+    from gateway.http.relay.splice import splice_supported
+
+    http = config.http if isinstance(config.http, str) else "custom"
+    httptools = http == "httptools" or (http == "auto" and _httptools_installed())
+    if not (httptools and splice_supported()):
+        logger.warning(
+            "streams are relayed through ASGI, not spliced (http=%s, uvicorn %s): "
+            "correct, with more CPU per chunk",
+            http,
+            uvicorn.__version__,
+        )
+
+
+def _httptools_installed() -> bool:
+    return importlib.util.find_spec("httptools") is not None

@@ -23,6 +23,7 @@ from uvicorn.supervisors.multiprocess import Multiprocess
 
 from gateway.config.root import Config, load_config
 from gateway.http.app import SwitchyardApp, create_app
+from gateway.http.server import warn_unless_spliced
 from gateway.store.config import resolve_url
 from gateway.telemetry.metrics import MULTIPROC_ENV
 
@@ -98,6 +99,7 @@ def serve_workers(workers: int, options: dict[str, Any]) -> None:
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
         **options,
     )
+    warn_unless_spliced(config)
     sock = config.bind_socket()
     try:
         _ReloadingSupervisor(config, sockets=[sock]).run()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 from collections.abc import Generator
 
@@ -12,6 +13,7 @@ import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+import gateway.http.relay.splice as splice
 import gateway.http.server as server_module
 from emulator.loopback import bind_loopback, wait_until_started
 from gateway.http.server import QuietServer
@@ -69,3 +71,29 @@ async def test_serves_with_a_date_header_ticks_once_a_second_and_stops_when_aske
 
 def test_the_installed_uvicorn_has_the_hooks_the_quiet_server_overrides() -> None:
     assert server_module.quiet_supported()  # else `serve` would fall back to uvicorn's tick
+
+
+def test_the_installed_uvicorn_sets_what_the_splice_reads() -> None:
+    assert splice.splice_supported()  # else streams go the ASGI way, at more CPU per chunk
+
+
+@pytest.mark.parametrize("missing", splice.CYCLE_ATTRIBUTES)
+def test_a_cycle_without_an_attribute_the_splice_reads_turns_it_off(
+    missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assigned = [name for name in splice.CYCLE_ATTRIBUTES if name != missing]
+    source = "def __init__(self):\n" + "".join(f"    self.{n} = None\n" for n in assigned)
+    namespace: dict[str, object] = {}
+    exec(source, namespace)  # a cycle class as a uvicorn whose internals moved would have
+    moved = type("RequestResponseCycle", (), {"__init__": namespace["__init__"]})
+    monkeypatch.setattr(splice, "RequestResponseCycle", moved)
+    assert not splice.splice_supported()
+
+
+@pytest.mark.parametrize(("http", "warned"), [("h11", True), ("httptools", False)])
+def test_serve_says_once_at_start_when_streams_are_not_spliced(
+    http: str, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="switchyard"):
+        server_module.warn_unless_spliced(uvicorn.Config(app=None, http=http))
+    assert ("not spliced" in caplog.text) is warned
