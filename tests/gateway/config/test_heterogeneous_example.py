@@ -14,7 +14,7 @@ import yaml
 from gateway.cli import embedded_config_path, main
 from gateway.config.root import load_config
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "heterogeneous.yaml"
 PAGE = REPO / "docs" / "providers.md"
 SECTION = "## A route over a local engine and two clouds"

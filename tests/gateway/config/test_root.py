@@ -20,7 +20,7 @@ from policies.registry import PolicyConfigError
 from policies.snapshot import BackendView, Snapshot
 from tests.conftest import StartEmulator, StartGateway, make_config
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DEPLOYMENT = REPO / "examples" / "deployment.yaml"
 
 Edit = Callable[[dict[str, Any]], Any]

@@ -211,7 +211,7 @@ def test_price_problems_name_their_yaml_path() -> None:
     ]
 
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cheapest.yaml"
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "cheapest.yaml"
 
 
 @pytest.mark.parametrize(
