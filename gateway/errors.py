@@ -1,17 +1,25 @@
 """The gateway's own errors, rooted where the providers' errors are so one handler takes both.
 
 SwitchyardError (providers.errors.ApiError: 500 internal_error)
-├── ClientError (4xx: the request is wrong)
+├── ClientError 400 (4xx: the request is wrong)
 │   ├── InvalidRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
 │   │   PayloadTooLarge 413
 │   ├── PlacementUnsatisfiable 400
+│   ├── InvalidConfig 400 (a reload's new file does not validate)
+│   ├── RestartRequired 409, NotReloading 409 (a reload that cannot be done)
 │   ├── CapacityExhausted 429
 │   │   └── RouteCoolingDown 429 (every backend of a route cooling down)
-│   └── RateLimited 429
+│   ├── RateLimited 429 (a key's or route's RPM / TPM)
+│   └── BudgetExhausted 429 (a key's or route's spend limit)
+├── ReloadFailed 500 (a reload's new config would not start)
+├── ShuttingDown 503 (draining: a new request refused, an open stream ended; retryable)
+├── KeyStoreUnavailable 503 (the virtual keys' store cannot be read or written)
 └── UpstreamError (providers/errors.py: the backend failed, with its own subclasses)
     └── NoBackendAvailable 503
 
 gateway/http/responses.py turns any of them into an OpenAI-shaped response or SSE event.
+Every subclass of SwitchyardError the gateway raises is defined here, and drawn above
+(tests/test_error_trees.py keeps it so).
 
 ConfigError (not a request's error: a config file or environment that cannot be used;
 the CLI prints its problems, a reload keeps the running config)
@@ -67,6 +75,37 @@ class PayloadTooLarge(ClientError):
     code = "request_too_large"
 
 
+class InvalidConfig(ClientError):
+    """A reload's new file does not validate; the running config stays."""
+
+    code = "invalid_config"
+
+    def __init__(self, source: str, problems: list[str]) -> None:
+        super().__init__(f"{source}: " + "; ".join(problems))
+        self.problems = problems
+
+
+class RestartRequired(ClientError):
+    """A reload's new file changes settings only a restart applies; nothing was changed."""
+
+    status = 409
+    code = "restart_required"
+
+    def __init__(self, paths: tuple[str, ...]) -> None:
+        super().__init__(
+            f"{', '.join(paths)}: cannot change without a restart; nothing was reloaded"
+        )
+        self.paths = paths
+
+
+class NotReloading(ClientError):
+    """No reload: no file to reload from (a gateway built from a config object), or
+    shutting down."""
+
+    status = 409
+    code = "reload_unavailable"
+
+
 class CapacityExhausted(ClientError):
     status = 429
     type = "rate_limit_error"
@@ -104,6 +143,44 @@ class RateLimited(ClientError):
         self.type = kind
         self.retry_after_s = retry_after_s
         self.headers = headers
+
+
+class BudgetExhausted(ClientError):
+    """A key's or a route's spend limit is reached: OpenAI's `insufficient_quota` type,
+    with Retry-After until the window ends and the budget headers."""
+
+    status = 429
+    type = "insufficient_quota"
+    code = "budget_exceeded"
+
+    def __init__(self, message: str, *, retry_after_s: float, headers: dict[str, str]) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+        self.headers = headers
+
+
+class ReloadFailed(SwitchyardError):
+    """A reload's new config validated but a part of it would not start; nothing was
+    changed."""
+
+    code = "reload_failed"
+
+
+class ShuttingDown(SwitchyardError):
+    """The gateway is shutting down: a new request is refused, an open stream ended."""
+
+    status = 503
+    type = "service_unavailable"
+    code = "gateway_shutting_down"
+    retryable = True
+
+
+class KeyStoreUnavailable(SwitchyardError):
+    """The virtual keys' store cannot be read or written: the admin API's 503."""
+
+    status = 503
+    type = "service_unavailable"
+    code = "key_store_unavailable"
 
 
 class NoBackendAvailable(UpstreamError):

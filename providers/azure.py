@@ -15,21 +15,12 @@ from urllib.parse import quote, urlencode
 import orjson
 
 from providers.base import UpstreamRequest, upstream_headers
-from providers.errors import UpstreamError
+from providers.errors import MissingDeployment
 from providers.openai_compatible import OpenAICompatibleProvider
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 
 DEFAULT_API_VERSION = "2024-10-21"
 """The newest generally available data-plane version when this adapter was written."""
-
-
-class MissingDeployment(UpstreamError):
-    """A body without a `model` names no deployment: the client's error, not retried."""
-
-    status = 400
-    type = "invalid_request_error"
-    code = "missing_model"
-    retryable = False
 
 
 async def open_azure_openai(settings: ProviderSettings) -> AzureOpenAIProvider:

@@ -5,12 +5,15 @@ ApiError (status, OpenAI type/code/param, message, retryable, retry_after_s)
     ├── UpstreamConnectError 502, UpstreamProtocolError 502
     │   └── UpstreamResponseTooLarge 502 (the answer passed the host's cap on its size)
     ├── UpstreamTimeout 504
-    └── UpstreamStatusError (the backend's 4xx, else 502; 429 and 5xx are retryable)
-        ├── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key)
-        └── UpstreamNotReady 502 (the engine is up but not serving yet: loading its model)
+    ├── UpstreamStatusError (the backend's 4xx, else 502; 429 and 5xx are retryable)
+    │   ├── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key)
+    │   └── UpstreamNotReady 502 (the engine is up but not serving yet: loading its model)
+    └── UnsupportedRequest 400, MissingDeployment 400 (a request the adapter cannot send
+        as it is: the client's error, not retried)
 
 ApiError is also the root of the host's own errors, so one handler there catches both
-trees; the host, not this package, turns them into HTTP responses.
+trees; the host, not this package, turns them into HTTP responses. Every error an adapter
+raises is one of these classes, defined here (tests/test_error_trees.py keeps it so).
 """
 
 from __future__ import annotations
@@ -155,3 +158,27 @@ class UpstreamNotReady(UpstreamStatusError):
         self.retryable = True
         self.reason = f"not ready: {reason} (HTTP {upstream_status})"
         """What the host shows as the backend's health reason."""
+
+
+class UnsupportedRequest(UpstreamError):
+    """The request asks for what the backend's API cannot do (or is malformed; Gemini's
+    adapter says which): a client error that no retry at this backend can fix."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "unsupported_parameter"
+    retryable = False
+
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message, code=code)
+        self.param = param
+
+
+class MissingDeployment(UpstreamError):
+    """An Azure OpenAI request without a `model` names no deployment: the client's error,
+    not retried."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "missing_model"
+    retryable = False

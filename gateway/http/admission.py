@@ -9,8 +9,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gateway.config.routes import fallback_chain
-from gateway.errors import Forbidden, RateLimited
-from gateway.tenancy.budgets.spend_limits import REROUTED_HEADER, BudgetExhausted, Budgets
+from gateway.errors import BudgetExhausted, Forbidden, RateLimited
+from gateway.tenancy.budgets.spend_limits import REROUTED_HEADER, Budgets
 
 if TYPE_CHECKING:
     from gateway.config.root import RouteConfig

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from gateway.config.root import Config
-from gateway.errors import ClientError, SwitchyardError
+from gateway.errors import ClientError, ShuttingDown, SwitchyardError
 from gateway.http.admin.keys import router as admin_router
 from gateway.http.admin.reload import router as reload_router
 from gateway.http.anthropic_ingress.count_tokens import router as count_tokens_router
@@ -25,7 +25,6 @@ from gateway.http.dashboard import router as dashboard_router
 from gateway.http.ingress import PROXY_PATHS, ProxyPath
 from gateway.http.proxy import serve_proxy
 from gateway.http.responses import error_response, json_response
-from gateway.process.drain import ShuttingDown
 from gateway.process.gc_tuning import tuned_collector
 from gateway.process.runtime import Runtime
 from gateway.process.service import start_gateway

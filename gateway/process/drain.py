@@ -13,21 +13,12 @@ import asyncio
 import weakref
 from collections.abc import AsyncIterator
 
-from gateway.errors import SwitchyardError
+from gateway.errors import ShuttingDown
 from providers.base import StreamSink, StreamValve, UpstreamStream, pipeable
 from providers.rate_limits import RateLimitSignal
 
 _CUT = "switchyard: drain deadline passed"
 """The cancellation message of a cut: told apart from a client leaving."""
-
-
-class ShuttingDown(SwitchyardError):
-    """The gateway is shutting down: a new request is refused, an open stream ended."""
-
-    status = 503
-    type = "service_unavailable"
-    code = "gateway_shutting_down"
-    retryable = True
 
 
 class Drain:

@@ -19,7 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.config.root import Config
-from gateway.errors import ClientError, ConfigError, SwitchyardError
+from gateway.errors import (
+    ConfigError,
+    InvalidConfig,
+    NotReloading,
+    ReloadFailed,
+    RestartRequired,
+)
 from gateway.process.reload_plan import ConfigChanges, compare
 from gateway.process.service import (
     Gateway,
@@ -35,44 +41,8 @@ CUT_GRACE_S = 5.0
 """After the drain deadline, how long the requests just ended get to send their last bytes."""
 
 
-class InvalidConfig(ClientError):
-    """The new file does not validate; the running config stays."""
-
-    code = "invalid_config"
-
-    def __init__(self, source: str, problems: list[str]) -> None:
-        super().__init__(f"{source}: " + "; ".join(problems))
-        self.problems = problems
-
-
-class RestartRequired(ClientError):
-    """The new file changes settings only a restart applies; nothing was changed."""
-
-    status = 409
-    code = "restart_required"
-
-    def __init__(self, paths: tuple[str, ...]) -> None:
-        super().__init__(
-            f"{', '.join(paths)}: cannot change without a restart; nothing was reloaded"
-        )
-        self.paths = paths
-
-
-class ReloadFailed(SwitchyardError):
-    """The new config validated but a part of it would not start; nothing was changed."""
-
-    code = "reload_failed"
-
-
 _START_ERRORS = (OSError, RuntimeError, ValueError, TimeoutError)
 """What opening a provider (and starting an emulated engine) raises when it cannot."""
-
-
-class NotReloading(ClientError):
-    """No file to reload from (a gateway built from a config object), or shutting down."""
-
-    status = 409
-    code = "reload_unavailable"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,8 @@
 Gemini explains an error in its body, `{"error": {"code", "message", "status", "details"}}`,
 with a gRPC status name and, for rate limits, a `google.rpc.RetryInfo` detail whose
 `retryDelay` ("12.5s") says how long to wait; the same body can arrive as an SSE event
-in the middle of a stream. A request the adapter cannot translate is refused here too.
+in the middle of a stream. A request the adapter cannot translate is refused with the
+tree's `UnsupportedRequest`.
 """
 
 from __future__ import annotations
@@ -41,20 +42,6 @@ _HTTP_OF_STATUS = {
     "UNAVAILABLE": 503,
     "DEADLINE_EXCEEDED": 504,
 }
-
-
-class UnsupportedRequest(UpstreamError):
-    """The request asks for what Gemini's API cannot do (or is malformed): a client error
-    that no retry at this backend can fix."""
-
-    status = 400
-    type = "invalid_request_error"
-    code = "unsupported_parameter"
-    retryable = False
-
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
-        super().__init__(message, code=code)
-        self.param = param
 
 
 class GeminiErrors:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from providers.gemini.errors import UnsupportedRequest
+from providers.errors import UnsupportedRequest
 from providers.gemini.openai_wire import ChatRequest, NamedToolChoice
 
 # Google's own OpenAI-compatible endpoint maps effort to these budgets (1K, 8K, 24K).

@@ -18,7 +18,8 @@ from providers.base import (
     UpstreamResponse,
     upstream_headers,
 )
-from providers.gemini.errors import GeminiErrors, UnsupportedRequest
+from providers.errors import UnsupportedRequest
+from providers.gemini.errors import GeminiErrors
 from providers.gemini.request import GeminiCall, model_path, translate_request
 from providers.gemini.response import chat_completion, decode_response
 from providers.gemini.stream import GeminiStream, StreamTranslator

@@ -16,7 +16,7 @@ import orjson
 from pydantic import ValidationError
 
 from providers.base import UpstreamRequest
-from providers.gemini.errors import UnsupportedRequest
+from providers.errors import UnsupportedRequest
 from providers.gemini.generation import generation_config, is_gemini_3_or_later, tool_config
 from providers.gemini.openai_wire import ChatRequest, ContentPart, Message, Tool, ToolCall
 

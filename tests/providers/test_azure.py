@@ -9,9 +9,13 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from providers.azure import DEFAULT_API_VERSION, AzureOpenAIProvider, MissingDeployment
+from providers.azure import DEFAULT_API_VERSION, AzureOpenAIProvider
 from providers.base import Deadlines, UpstreamRequest
-from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
+from providers.errors import (
+    MissingDeployment,
+    UpstreamCredentialsRefused,
+    UpstreamStatusError,
+)
 from providers.rate_limits import RateLimitSignal
 from providers.registry import open_provider
 from providers.settings import ProviderSettings

@@ -6,10 +6,13 @@ import pytest
 
 from providers.errors import (
     ApiError,
+    MissingDeployment,
+    UnsupportedRequest,
     UpstreamConnectError,
     UpstreamCredentialsRefused,
     UpstreamError,
     UpstreamProtocolError,
+    UpstreamResponseTooLarge,
     UpstreamStatusError,
     UpstreamTimeout,
 )
@@ -42,6 +45,15 @@ from providers.errors import (
             "upstream_credentials_refused",
             True,
         ),
+        (
+            UpstreamResponseTooLarge("x", backend="a"),
+            502,
+            "upstream_error",
+            "upstream_response_too_large",
+            False,
+        ),
+        (UnsupportedRequest("x"), 400, "invalid_request_error", "unsupported_parameter", False),
+        (MissingDeployment("x"), 400, "invalid_request_error", "missing_model", False),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else None,
 )
@@ -94,7 +106,14 @@ def test_message_backend_param_and_code_are_kept() -> None:
 
 
 def test_one_root_for_every_upstream_error() -> None:
-    for cls in (UpstreamConnectError, UpstreamProtocolError, UpstreamTimeout, UpstreamStatusError):
+    for cls in (
+        UpstreamConnectError,
+        UpstreamProtocolError,
+        UpstreamTimeout,
+        UpstreamStatusError,
+        UnsupportedRequest,
+        MissingDeployment,
+    ):
         assert issubclass(cls, UpstreamError)
     assert issubclass(UpstreamError, ApiError)
     assert issubclass(UpstreamCredentialsRefused, UpstreamStatusError)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from gateway.store.keys import KeyRow
     from gateway.tenancy.key_admin import KeyAdmin
 
-from gateway.errors import InvalidRequest, NotFound, SwitchyardError
+from gateway.errors import InvalidRequest, KeyStoreUnavailable, NotFound
 from gateway.http.proxy import read_body
 from gateway.http.responses import json_response
 from gateway.tenancy.key_specs import KeyChanges, KeySpec, UnknownRoutes
@@ -31,12 +31,6 @@ router = APIRouter(prefix="/v1/switchyard/admin")
 MAX_ADMIN_BODY_BYTES = 64 * 1024
 ModelT = TypeVar("ModelT", bound=BaseModel)
 T = TypeVar("T")
-
-
-class KeyStoreUnavailable(SwitchyardError):
-    status = 503
-    type = "service_unavailable"
-    code = "key_store_unavailable"
 
 
 def _admin(request: Request) -> tuple[Gateway, KeyAdmin]:

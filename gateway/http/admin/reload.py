@@ -10,8 +10,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from gateway.errors import InvalidConfig
 from gateway.http.responses import error_body, json_response
-from gateway.process.runtime import InvalidConfig, Runtime
+from gateway.process.runtime import Runtime
 from gateway.process.service import Gateway
 
 router = APIRouter(prefix="/v1/switchyard/admin")

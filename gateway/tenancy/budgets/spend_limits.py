@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gateway.errors import ClientError
+from gateway.errors import BudgetExhausted
 from gateway.tenancy.budgets.windows import (
     PERIODS,
     Period,
@@ -47,20 +47,6 @@ REROUTED_HEADER = "x-switchyard-budget-rerouted-from"
 
 KeyBudget = tuple[str, float | None, float | None]
 """A key's id and its day and month limits."""
-
-
-class BudgetExhausted(ClientError):
-    """A key's or a route's spend limit is reached: OpenAI's `insufficient_quota` type,
-    with Retry-After until the window ends and the budget headers."""
-
-    status = 429
-    type = "insufficient_quota"
-    code = "budget_exceeded"
-
-    def __init__(self, message: str, *, retry_after_s: float, headers: dict[str, str]) -> None:
-        super().__init__(message)
-        self.retry_after_s = retry_after_s
-        self.headers = headers
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,7 @@ import orjson
 import pytest
 
 from providers.base import Deadlines, UpstreamRequest
-from providers.errors import UpstreamCredentialsRefused, UpstreamStatusError
-from providers.gemini.errors import UnsupportedRequest
+from providers.errors import UnsupportedRequest, UpstreamCredentialsRefused, UpstreamStatusError
 from providers.gemini.provider import DEFAULT_BASE_URL, GeminiProvider
 from providers.registry import open_provider
 from providers.settings import ProviderSettings

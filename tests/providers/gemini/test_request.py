@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from providers.gemini.errors import UnsupportedRequest
+from providers.errors import UnsupportedRequest
 from providers.gemini.request import SKIP_SIGNATURE, translate_request
 
 WEATHER_TOOL = {

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from gateway.errors import ConfigError
+from gateway.errors import BudgetExhausted, ConfigError
 from gateway.tenancy.budgets.ledger import Spend, SpendLedger
-from gateway.tenancy.budgets.spend_limits import BudgetExhausted, Budgets
+from gateway.tenancy.budgets.spend_limits import Budgets
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.config import BudgetsConfig
 from tests.conftest import eventually, make_config, parsed
