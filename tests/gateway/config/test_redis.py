@@ -68,34 +68,27 @@ def test_the_defaults_are_one_local_redis_under_one_namespace() -> None:
     assert (parsed.limits.timeout_ms, parsed.budgets.retry_redis_s) == (50.0, 5.0)
 
 
-@pytest.mark.parametrize("section", ["state", "limits", "budgets"])
-@pytest.mark.parametrize(
-    ("key", "value", "message"),
-    [
-        ("redis_url", "http://127.0.0.1:6379", "String should match pattern"),
-        ("namespace", "a b", "String should match pattern"),
-        ("namespace", "", "String should have at least 1 character"),
-    ],
-)
-def test_every_section_checks_its_redis_keys_alike(
-    section: str, key: str, value: str, message: str
-) -> None:
-    with pytest.raises(ConfigError) as raised:
-        config(**{section: {key: value}})
-    assert f"{section}.{key}: {message}" in str(raised.value)
+EVERY_USER = ("state", "limits", "budgets")
+SHARED_KEY_PROBLEMS = [
+    ("redis_url", "http://127.0.0.1:6379", "String should match pattern", EVERY_USER),
+    ("namespace", "a b", "String should match pattern", EVERY_USER),
+    ("namespace", "", "String should have at least 1 character", EVERY_USER),
+    ("timeout_ms", 0, "Input should be greater than 0", ("limits", "budgets")),
+    ("timeout_ms", 5001, "Input should be less than or equal to 5000", ("limits", "budgets")),
+    ("retry_redis_s", 0, "Input should be greater than 0", ("limits", "budgets")),
+    ("backend", "memcached", "Input should be 'local' or 'redis'", ("limits", "budgets")),
+]
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "message"),
+    ("section", "key", "value", "message"),
     [
-        ("timeout_ms", 0, "Input should be greater than 0"),
-        ("timeout_ms", 5001, "Input should be less than or equal to 5000"),
-        ("retry_redis_s", 0, "Input should be greater than 0"),
-        ("backend", "memcached", "Input should be 'local' or 'redis'"),
+        pytest.param(section, key, value, message, id=f"{section}.{key}={value!r}")
+        for key, value, message, sections in SHARED_KEY_PROBLEMS
+        for section in sections
     ],
 )
-@pytest.mark.parametrize("section", ["limits", "budgets"])
-def test_limits_and_budgets_bound_their_redis_keys_alike(
+def test_the_sections_check_the_redis_keys_they_share_alike(
     section: str, key: str, value: object, message: str
 ) -> None:
     with pytest.raises(ConfigError) as raised:
