@@ -12,6 +12,7 @@ from gateway.config.backends import BackendConfig
 from gateway.config.backends import StrictConfig as _Strict
 from gateway.config.bounds import BoundsConfig
 from gateway.config.demo import DemoConfig
+from gateway.config.redis import RedisNamespace, RedisSettings, RedisUrl
 from gateway.config.routes import RouteConfig as RouteConfig  # re-exported: the YAML schema
 from gateway.config.routes import SlaConfig as SlaConfig
 from gateway.config.routes import route_problems
@@ -103,14 +104,11 @@ class StateConfig(_Strict):
     """
 
     backend: Literal["local", "redis"] = "local"
-    redis_url: str = Field(
+    redis_url: RedisUrl = Field(
         "redis://127.0.0.1:6379/0",
-        pattern=r"^(redis|rediss|unix)://",
         description="Credentials may be in the URL; logs show it without them.",
     )
-    namespace: str = Field(
-        "switchyard", min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$", description="Key prefix."
-    )
+    namespace: RedisNamespace = Field("switchyard", description="Key prefix.")
     publish_interval_ms: float = Field(100.0, ge=5, description="Sync period.")
     queue_size: int = Field(10_000, ge=1, description="Prefix inserts waiting to be published.")
     load_ttl_s: float = Field(2.0, gt=0, description="A silent replica's load expires after it.")
@@ -141,6 +139,10 @@ class StateConfig(_Strict):
             raise ValueError("prober_lease_ttl_s: must be at least 3 publish_interval_ms")
         return self
 
+    def redis_settings(self) -> RedisSettings:
+        url, namespace, timeout_ms = self.redis_url, self.namespace, self.command_timeout_ms
+        return RedisSettings(url=url, namespace=namespace, timeout_ms=timeout_ms)
+
 
 class Config(_Strict):
     server: ServerConfig = ServerConfig()
@@ -170,6 +172,15 @@ class Config(_Strict):
         if problems:
             raise ValueError("\n".join(problems))
         return self
+
+    def redis_for(self, section: Literal["state", "limits", "budgets"]) -> RedisSettings:
+        """The Redis that a section's state lives in: the section's own namespace and
+        timeout, at the first `redis_url` set along budgets → limits → state."""
+        if section == "budgets":
+            return self.budgets.redis_settings(self.limits.redis_url or self.state.redis_url)
+        if section == "limits":
+            return self.limits.redis_settings(self.state.redis_url)
+        return self.state.redis_settings()
 
     def backend(self, name: str) -> BackendConfig:
         return next(b for b in self.backends if b.name == name)

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+from gateway.config.redis import RedisBackedSection
+from gateway.config.strict import StrictConfig as _Strict
 
 
 class KeysConfig(_Strict):
@@ -48,26 +47,11 @@ class RateLimit(_Strict):
     )
 
 
-class LimitsConfig(_Strict):
-    """RPM / TPM limits per key (set on each key) and per route (here)."""
+class LimitsConfig(RedisBackedSection):
+    """RPM / TPM limits per key (set on each key) and per route (here). With `backend:
+    redis`, `timeout_ms` bounds one admission's round trip; past it, or after a Redis
+    failure for `retry_redis_s`, buckets are this process's own."""
 
-    backend: Literal["local", "redis"] = Field(
-        "local", description="Where the buckets live: this process, or Redis for all replicas."
-    )
-    redis_url: str | None = Field(
-        None,
-        pattern=r"^(redis|rediss|unix)://",
-        description="Redis for the buckets; null: state.redis_url.",
-    )
-    namespace: str = Field(
-        "switchyard", min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$", description="Key prefix."
-    )
-    timeout_ms: float = Field(
-        50.0, gt=0, le=5000, description="One admission's Redis round trip, connect included."
-    )
-    retry_redis_s: float = Field(
-        5.0, gt=0, description="After a Redis failure, buckets stay in-process this long."
-    )
     local_max_buckets: int = Field(
         100_000, ge=1, description="In-process buckets kept; the least recently used go."
     )
@@ -115,26 +99,12 @@ class KeyBudgetPolicy(_Strict):
     )
 
 
-class BudgetsConfig(_Strict):
-    """Spend limits per key (on each key) and per route (here), in UTC calendar windows."""
+class BudgetsConfig(RedisBackedSection):
+    """Spend limits per key (on each key) and per route (here), in UTC calendar windows.
+    With `backend: redis`, `timeout_ms` bounds one round trip (a cache miss, a flush, a
+    read); past it, or after a Redis failure for `retry_redis_s`, spend is counted
+    in-process."""
 
-    backend: Literal["local", "redis"] = Field(
-        "local", description="Where spend is counted: this process, or Redis for all replicas."
-    )
-    redis_url: str | None = Field(
-        None,
-        pattern=r"^(redis|rediss|unix)://",
-        description="Redis for the spend counters; null: limits.redis_url, then state.redis_url.",
-    )
-    namespace: str = Field(
-        "switchyard", min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$", description="Key prefix."
-    )
-    timeout_ms: float = Field(
-        50.0, gt=0, le=5000, description="One Redis round trip (a cache miss, a flush, a read)."
-    )
-    retry_redis_s: float = Field(
-        5.0, gt=0, description="After a Redis failure, spend is counted in-process this long."
-    )
     flush_ms: float = Field(
         250.0, gt=0, le=60_000, description="Finished requests' spend is added this often."
     )

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-
+from gateway.config.redis import open_redis
 from gateway.tenancy.buckets import BucketSpec, Outcome
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    from gateway.config.redis import RedisSettings
 
 MAX_CONNECTIONS = 64
 """Admissions in flight at once per process; more wait for a connection (bounded by the
@@ -57,18 +56,10 @@ class RedisBuckets:
     """The shared bucket store. Raises redis' errors, OSError or TimeoutError; the caller
     bounds each call and falls back to in-process buckets."""
 
-    def __init__(self, url: str, namespace: str, timeout_s: float) -> None:
-        pool = BlockingConnectionPool.from_url(
-            url,
-            max_connections=MAX_CONNECTIONS,
-            timeout=timeout_s,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            retry=Retry(NoBackoff(), 0),
-        )
-        self._client = Redis(connection_pool=pool)
+    def __init__(self, settings: RedisSettings) -> None:
+        self._client = open_redis(settings, max_connections=MAX_CONNECTIONS)
         self._script = self._client.register_script(TAKE_SCRIPT)
-        self._prefix = f"{namespace}:rl:"
+        self._prefix = f"{settings.namespace}:rl:"
 
     async def take(self, specs: Sequence[BucketSpec], now_s: float) -> Outcome:
         keys = [self._prefix + spec.key for spec in specs]

@@ -109,10 +109,7 @@ def open_tenancy(config: Config, stack: AsyncExitStack) -> Tenancy:
         metrics_token=settings.metrics_token,
     )
     limits = config.limits
-    redis = None
-    if limits.backend == "redis":
-        url = limits.redis_url or config.state.redis_url
-        redis = RedisBuckets(url, limits.namespace, limits.timeout_ms / 1000.0)
+    redis = RedisBuckets(config.redis_for("limits")) if limits.backend == "redis" else None
     limiter = RateLimiter(limits, redis)
     stack.push_async_callback(limiter.close)
     budgets = open_budgets(config)
@@ -123,10 +120,7 @@ def open_tenancy(config: Config, stack: AsyncExitStack) -> Tenancy:
 def open_budgets(config: Config) -> Budgets:
     """The budgets and their ledger: in Redis with `budgets.backend: redis`."""
     settings = config.budgets
-    redis = None
-    if settings.backend == "redis":
-        url = settings.redis_url or config.limits.redis_url or config.state.redis_url
-        redis = RedisSpend(url, settings.namespace, settings.timeout_ms / 1000.0)
+    redis = RedisSpend(config.redis_for("budgets")) if settings.backend == "redis" else None
     return Budgets(settings, SpendLedger(settings, redis), clock=time.time)
 
 

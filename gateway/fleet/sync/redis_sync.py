@@ -39,10 +39,9 @@ from urllib.parse import urlsplit, urlunsplit
 from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.asyncio.connection import parse_url
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from gateway.config.redis import open_redis
 from gateway.config.root import StateConfig
 from gateway.errors import ConfigError
 from gateway.fleet.backoff import Backoff
@@ -209,16 +208,9 @@ class RedisFleetSync:
         return (self._config.publish_interval_ms + 2 * self._config.command_timeout_ms) / 1000
 
     def _open(self) -> Redis:
-        timeout_s = self._config.command_timeout_ms / 1000
-        self._client = Redis.from_url(
-            self._config.redis_url,
-            socket_connect_timeout=timeout_s,
-            socket_timeout=timeout_s,
-            socket_keepalive=True,
-            health_check_interval=_PUBSUB_HEALTH_CHECK_S,
-            max_connections=_CONNECTIONS,
-            retry=Retry(NoBackoff(), 0),  # this task reconnects, with its own back-off
-        )
+        settings = self._config.redis_settings()
+        ping_idle_s = _PUBSUB_HEALTH_CHECK_S
+        self._client = open_redis(settings, max_connections=_CONNECTIONS, ping_idle_s=ping_idle_s)
         return self._client
 
     async def _serve(self, client: Redis, pubsub: PubSub) -> None:

@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
+from gateway.config.redis import open_redis
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from gateway.config.redis import RedisSettings
     from gateway.tenancy.budgets.windows import SpendCounter
 
 MAX_CONNECTIONS = 16
@@ -30,17 +29,9 @@ MAX_KEYS_PER_CALL = 1000
 class RedisSpend:
     """The shared counters. Raises redis' errors, OSError or TimeoutError."""
 
-    def __init__(self, url: str, namespace: str, timeout_s: float) -> None:
-        pool = BlockingConnectionPool.from_url(
-            url,
-            max_connections=MAX_CONNECTIONS,
-            timeout=timeout_s,
-            socket_timeout=timeout_s,
-            socket_connect_timeout=timeout_s,
-            retry=Retry(NoBackoff(), 0),
-        )
-        self._client = Redis(connection_pool=pool)
-        self._prefix = f"{namespace}:budget:"
+    def __init__(self, settings: RedisSettings) -> None:
+        self._client = open_redis(settings, max_connections=MAX_CONNECTIONS)
+        self._prefix = f"{settings.namespace}:budget:"
 
     def key(self, counter: SpendCounter) -> str:
         return self._prefix + counter.path

@@ -1,5 +1,7 @@
 """Quality verdicts shared between replicas, without Redis: one book's changes taken by its
-`QualityShare` and applied by another's. Each book has its own monotonic clock."""
+`QualityShare` and applied by another's. Each book has its own monotonic clock. What every
+channel of verdicts does alike (freshness, the queue, malformed batches) is tested once,
+in tests/gateway/fleet/sync/test_verdict_channel.py."""
 
 from __future__ import annotations
 
@@ -12,17 +14,7 @@ from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.config import QualityConfig
 from gateway.quality.shared import QualityShare
 from gateway.quality.signals.observation import SignalEvent
-
-WALL = 1_764_800_000.0
-MAX_AGE_S = 10.0
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.gateway.fleet.sync.peers import MAX_AGE_S, WALL, Clock, send
 
 
 class Replica:
@@ -34,13 +26,6 @@ class Replica:
         self.book = QualityBook(config, clock=self.mono, rng=random.Random(1))
         self.share = QualityShare(self.book, ["a", "b"], MAX_AGE_S, wall=wall)
         self.share.attach()
-
-    def send(self, *peers: Replica) -> list[bytes]:
-        messages = self.share.take(self.id)
-        for peer in peers:
-            for message in messages:
-                peer.share.apply(message, peer.id)
-        return messages
 
     def record(self, bad: bool, times: int = 6) -> None:
         for _ in range(times):
@@ -66,7 +51,7 @@ def eject(one: Replica) -> None:
 def test_an_ejection_holds_in_the_peer_with_the_senders_reason(wall: Clock) -> None:
     one, two = Replica("r1", 100.0, wall), Replica("r2", 9_000.0, wall)
     eject(one)
-    one.send(two)
+    send(one, two)
     view = two.book.view("a", "m")
     assert view.state == "ejected"
     assert view.ejected_for_s == pytest.approx(one.book.view("a", "m").ejected_for_s)
@@ -81,33 +66,43 @@ def test_a_restore_from_probation_ends_the_peers_probation(wall: Clock) -> None:
     one, two = Replica("r1", 0.0, wall), Replica("r2", 0.0, wall)
     for replica in (one, two):  # each with evidence of its own: its probation waits for more
         eject(replica)
-        replica.send()
+        send(replica)
     for replica in (one, two):
         replica.wait(31)
         assert replica.book.view("a", "m").state == "probation"
     one.record(False, times=12)
     assert one.book.view("a", "m").state == "healthy"
-    one.send(two)
+    send(one, two)
     assert two.book.view("a", "m").state == "healthy"
 
 
 def test_sitting_out_a_peers_ejection_restores_nothing_for_the_others(wall: Clock) -> None:
     one, two = Replica("r1", 0.0, wall), Replica("r2", 0.0, wall)
     eject(one)
-    one.send(two)
+    send(one, two)
     for _ in range(3):
         two.wait(31)
     assert two.book.view("a", "m").state != "ejected"
     assert two.share.take(two.id) == [], "no evidence of its own: nothing to tell"
 
 
-def test_stale_verdicts_and_unknown_backends_are_ignored(wall: Clock) -> None:
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param({"backend": "zz"}, id="unknown-backend"),
+        pytest.param({"state": "probation"}, id="a-state-not-shared"),
+        pytest.param({"model": 7}, id="model-not-a-string"),
+        pytest.param({"until": "later"}, id="until-not-a-number"),
+    ],
+)
+def test_verdicts_this_replica_cannot_apply_are_rejected(
+    wall: Clock, change: dict[str, object]
+) -> None:
     two = Replica("r2", 0.0, wall)
-    old = {"backend": "a", "model": "m", "state": "ejected", "until": WALL + 60, "why": "x"}
-    unknown = {**old, "backend": "zz", "at": WALL}
-    two.share.apply(encode_batch("r1", [{**old, "at": WALL - 11}, unknown])[0], "r2")
+    item = {"backend": "a", "model": "m", "state": "ejected", "until": WALL + 60, "at": WALL}
+    two.share.apply(encode_batch("r1", [{**item, "why": "x", **change}])[0], "r2")
     assert two.book.view("a", "m").state == "unknown"
-    assert (two.share.stale, two.share.rejected, two.share.applied) == (1, 1, 0)
+    assert (two.share.rejected, two.share.applied) == (1, 0)
 
 
 def test_a_peers_ejection_is_capped_at_this_replicas_longest(wall: Clock) -> None:
@@ -142,7 +137,7 @@ def test_what_is_published(wall: Clock) -> None:
 def test_own_ejections_are_restated_and_a_peers_are_not(wall: Clock) -> None:
     one, two = Replica("r1", 0.0, wall), Replica("r2", 0.0, wall)
     eject(one)
-    one.send(two)
+    send(one, two)
     one.share.reassert()
     two.share.reassert()
     assert two.share.take(two.id) == []

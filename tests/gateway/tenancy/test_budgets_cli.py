@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gateway.cli import main
+from gateway.config.redis import RedisSettings
 from gateway.tenancy.budgets.ledger import Spend, SpendLedger
 from gateway.tenancy.budgets.redis_counters import RedisSpend
 from gateway.tenancy.config import BudgetsConfig
@@ -40,7 +41,8 @@ def test_a_key_is_created_with_budgets_and_listed_with_them(
 
 
 async def _spent(settings: BudgetsConfig, namespace: str, key_id: str, usd: float) -> None:
-    ledger = SpendLedger(settings, RedisSpend(REDIS_URL, namespace, 0.5))
+    redis = RedisSettings(url=REDIS_URL, namespace=namespace, timeout_ms=500)
+    ledger = SpendLedger(settings, RedisSpend(redis))
     ledger.record(Spend(key_id, None, "default", usd, time.time()))
     await ledger.flush()
     await ledger.close()

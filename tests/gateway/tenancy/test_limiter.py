@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from gateway.config.redis import RedisSettings
 from gateway.errors import RateLimited
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.config import LimitsConfig, RateLimit
@@ -24,6 +25,10 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+def buckets(namespace: str, url: str = REDIS_URL, timeout_ms: float = 1000) -> RedisBuckets:
+    return RedisBuckets(RedisSettings(url=url, namespace=namespace, timeout_ms=timeout_ms))
 
 
 def limiter(clock: FakeClock, redis: RedisBuckets | None = None, **config: object) -> RateLimiter:
@@ -91,8 +96,8 @@ def test_tpm_is_charged_prompt_plus_max_tokens_or_the_default() -> None:
 
 async def test_replicas_share_their_buckets_through_redis(namespace: str) -> None:
     clock = FakeClock()
-    one = RedisBuckets(REDIS_URL, namespace, 1.0)
-    two = RedisBuckets(REDIS_URL, namespace, 1.0)
+    one = buckets(namespace)
+    two = buckets(namespace)
     first, second = limiter(clock, one), limiter(clock, two)
     try:
         headers = await first.admit(KEY, "default", 100)
@@ -111,7 +116,7 @@ async def test_replicas_share_their_buckets_through_redis(namespace: str) -> Non
 
 async def test_redis_refuses_all_or_nothing_atomically(namespace: str) -> None:
     clock = FakeClock()
-    limits = limiter(clock, RedisBuckets(REDIS_URL, namespace, 1.0))
+    limits = limiter(clock, buckets(namespace))
     try:
         await limits.admit(KEY, "default", 900)
         with pytest.raises(RateLimited):
@@ -127,7 +132,7 @@ async def test_without_redis_limits_hold_in_process_and_the_outage_is_logged_onc
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     clock = FakeClock()
-    limits = limiter(clock, RedisBuckets(CLOSED_PORT_URL, "sy-test", 0.2), retry_redis_s=5)
+    limits = limiter(clock, buckets("sy-test", CLOSED_PORT_URL, 200), retry_redis_s=5)
     try:
         with caplog.at_level(logging.WARNING, "switchyard.limits"):
             await limits.admit(KEY, "default", 10)

@@ -30,7 +30,7 @@ KEY = Caller("key_r1", "virtual", budget_usd_per_day=1.0)
 
 def replica(clock: FakeClock, namespace: str, url: str = REDIS_URL, **config: object) -> Budgets:
     settings = BudgetsConfig.model_validate({"backend": "redis", "namespace": namespace, **config})
-    redis = RedisSpend(url, namespace, settings.timeout_ms / 1000.0)
+    redis = RedisSpend(settings.redis_settings(url))
     return Budgets(settings, SpendLedger(settings, redis, clock=clock), clock=clock)
 
 
