@@ -386,7 +386,9 @@ def test_serving_real_backends_without_a_store_loads_no_emulator_or_database(
     """A gateway in front of two OpenAI-compatible engines, started and stopped in full:
     the app, every provider, telemetry and tenancy, but no fake engine and no SQL."""
     config = _config(tmp_path, {"kind": "openai-compatible"})
-    assert _heavy(_modules_after(_SERVED, config)) == []
+    loaded = _modules_after(_SERVED, config)
+    assert _heavy(loaded) == []
+    assert not any(_within(m, "redis") for m in loaded), "no Redis in this config"
 
 
 def test_an_emulated_backend_loads_the_emulator(tmp_path: Path) -> None:

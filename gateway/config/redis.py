@@ -83,3 +83,12 @@ def open_redis(settings: RedisSettings, *, max_connections: int, ping_idle_s: fl
         retry=Retry(NoBackoff(), 0),
     )
     return Redis.from_pool(pool)
+
+
+def redis_errors() -> tuple[type[BaseException], ...]:
+    """What a call on an `open_redis` client raises when Redis is down, slow or refusing:
+    redis-py's errors, OSError (refused, reset) and TimeoutError. Its users keep the tuple
+    beside their client, so nothing imports redis-py before a client exists."""
+    from redis.exceptions import RedisError
+
+    return (RedisError, OSError, TimeoutError)

@@ -17,23 +17,19 @@ import logging
 from collections.abc import Iterable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gateway.config.backends import BackendConfig, price_book
 from gateway.config.root import Config
 from gateway.fleet.scrape.engine_scrape import EngineScraper, scrape_targets
 from gateway.fleet.scrape.llama_cpp_scrape import LlamaCppScraper, llama_cpp_targets
 from gateway.fleet.state import FleetState
-from gateway.fleet.sync.health_share import HealthShare, hold_caps
-from gateway.fleet.sync.redis_sync import RedisFleetSync
-from gateway.fleet.sync.shared_channel import SharedChannel
 from gateway.process.drain import Drain
 from gateway.process.reload_plan import ConfigChanges, kept_cache_groups
 from gateway.process.spend_wiring import account_spend
 from gateway.process.tasks import sleep_to_beat, start_task
 from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.probes.prober import Prober
-from gateway.quality.shared import QualityShare
 from gateway.quality.signals.passive import QualityRecorder
 from gateway.routing.decisions import DecisionRing
 from gateway.routing.dispatch import Dispatcher
@@ -44,6 +40,10 @@ from gateway.tenancy.wiring import Tenancy, open_tenancy, start_tenancy
 from policies.profiles import build_pipelines
 from providers.base import Provider
 from providers.registry import open_provider
+
+if TYPE_CHECKING:
+    from gateway.fleet.sync.redis_sync import RedisFleetSync
+    from gateway.fleet.sync.shared_channel import SharedChannel
 
 logger = logging.getLogger("switchyard")
 
@@ -308,6 +308,11 @@ def _fleet_sync(
     shared = config.state
     if shared.backend != "redis":
         return None
+    # The sync and redis-py load only for a config that shares state through Redis.
+    from gateway.fleet.sync.health_share import HealthShare, hold_caps
+    from gateway.fleet.sync.redis_sync import RedisFleetSync
+    from gateway.quality.shared import QualityShare
+
     channels: list[SharedChannel] = []
     if shared.share_health:
         caps = hold_caps(config.backends, config.health)

@@ -16,8 +16,6 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from redis.exceptions import RedisError
-
 from gateway.errors import RateLimited
 from gateway.tenancy.buckets import (
     BucketSpec,
@@ -38,7 +36,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("switchyard.limits")
 
-_REDIS_ERRORS = (RedisError, OSError, TimeoutError)
 _PER_MINUTE = {"requests": "requests per min (RPM)", "tokens": "tokens per min (TPM)"}
 
 
@@ -108,7 +105,7 @@ class RateLimiter:
             try:
                 async with asyncio.timeout(self._timeout_s):
                     outcome = await self._redis.take(specs, now)
-            except _REDIS_ERRORS as exc:
+            except self._redis.errors as exc:
                 self._redis_failed(exc, now)
             else:
                 if self._redis_up is False:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gateway.config.redis import open_redis
+from gateway.config.redis import open_redis, redis_errors
 from gateway.tenancy.buckets import BucketSpec, Outcome
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ class RedisBuckets:
 
     def __init__(self, settings: RedisSettings) -> None:
         self._client = open_redis(settings, max_connections=MAX_CONNECTIONS)
+        self.errors = redis_errors()
+        """What its calls raise when Redis fails: the caller\'s cue to fall back."""
         self._script = self._client.register_script(TAKE_SCRIPT)
         self._prefix = f"{settings.namespace}:rl:"
 

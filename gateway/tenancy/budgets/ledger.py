@@ -25,8 +25,6 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from redis.exceptions import RedisError
-
 from gateway.tenancy.budgets.redis_counters import GRACE_S, RedisSpend
 from gateway.tenancy.budgets.windows import Scope, SpendCounter, counters_of
 
@@ -36,8 +34,6 @@ if TYPE_CHECKING:
     from gateway.tenancy.config import BudgetsConfig
 
 logger = logging.getLogger("switchyard.budgets")
-
-_REDIS_ERRORS = (RedisError, OSError, TimeoutError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +128,7 @@ class SpendLedger:
             try:
                 async with asyncio.timeout(self._timeout_s * (1 + len(counters) // 1000)):
                     totals = await self._redis.read(counters)
-            except _REDIS_ERRORS as exc:
+            except self._redis.errors as exc:
                 self._redis_failed(exc)
             else:
                 pending = self._pending
@@ -154,7 +150,7 @@ class SpendLedger:
         try:
             async with asyncio.timeout(self._timeout_s):
                 totals = await self._redis.add(batch)
-        except _REDIS_ERRORS as exc:
+        except self._redis.errors as exc:
             self._redis_failed(exc)
             return spends
         self._redis_answered()
@@ -174,7 +170,7 @@ class SpendLedger:
         try:
             async with asyncio.timeout(self._timeout_s * (1 + len(counters) // 1000)):
                 totals = await self._redis.read(counters)
-        except _REDIS_ERRORS as exc:
+        except self._redis.errors as exc:
             self._redis_failed(exc)
             return
         self._redis_answered()
@@ -235,7 +231,7 @@ class SpendLedger:
         try:
             async with asyncio.timeout(self._timeout_s):
                 totals = await self._redis.read(counters)
-        except _REDIS_ERRORS as exc:
+        except self._redis.errors as exc:
             self._redis_failed(exc)
             return
         self._redis_answered()

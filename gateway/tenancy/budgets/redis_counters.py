@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from gateway.config.redis import open_redis
+from gateway.config.redis import open_redis, redis_errors
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -31,6 +31,8 @@ class RedisSpend:
 
     def __init__(self, settings: RedisSettings) -> None:
         self._client = open_redis(settings, max_connections=MAX_CONNECTIONS)
+        self.errors = redis_errors()
+        """What its calls raise when Redis fails: the caller\'s cue to fall back."""
         self._prefix = f"{settings.namespace}:budget:"
 
     def key(self, counter: SpendCounter) -> str:
