@@ -9,13 +9,13 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from gateway.config.backends import BackendConfig
-from gateway.config.backends import StrictConfig as _Strict
 from gateway.config.bounds import BoundsConfig
 from gateway.config.demo import DemoConfig
 from gateway.config.redis import RedisNamespace, RedisSettings, RedisUrl
 from gateway.config.routes import RouteConfig as RouteConfig  # re-exported: the YAML schema
 from gateway.config.routes import SlaConfig as SlaConfig
 from gateway.config.routes import route_problems
+from gateway.config.strict import StrictConfig
 from gateway.errors import ConfigError
 from gateway.quality.config import QualityConfig
 from gateway.store.config import StoreConfig
@@ -25,7 +25,7 @@ from policies.config import PolicyConfig, ProfileConfig
 from policies.profiles import pipeline_problems
 
 
-class TimeoutsConfig(_Strict):
+class TimeoutsConfig(StrictConfig):
     """Dispatch deadlines, all in seconds."""
 
     connect_s: float = Field(5.0, gt=0)
@@ -34,14 +34,14 @@ class TimeoutsConfig(_Strict):
     total_s: float = Field(600.0, gt=0, description="Whole request, first attempt to last byte.")
 
 
-class RetryConfig(_Strict):
+class RetryConfig(StrictConfig):
     max_attempts: int = Field(3, ge=1, le=16, description="Backends tried per request.")
     max_retry_after_s: float = Field(
         2.0, ge=0, description="Longest Retry-After we wait out before the next candidate."
     )
 
 
-class HealthConfig(_Strict):
+class HealthConfig(StrictConfig):
     consecutive_failures: int = Field(3, ge=1, description="Failures before ejection.")
     ejection_base_s: float = Field(5.0, gt=0)
     ejection_max_s: float = Field(120.0, gt=0)
@@ -50,7 +50,7 @@ class HealthConfig(_Strict):
     probe_timeout_s: float = Field(2.0, gt=0)
 
 
-class ServerConfig(_Strict):
+class ServerConfig(StrictConfig):
     host: str = "127.0.0.1"
     port: int = Field(8080, ge=0, le=65535)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
@@ -96,7 +96,7 @@ class ServerConfig(_Strict):
     )
 
 
-class StateConfig(_Strict):
+class StateConfig(StrictConfig):
     """Where routing state lives: this process only, or shared by replicas through Redis.
 
     With `redis`, each replica still routes on its own in-process state; a background task
@@ -144,7 +144,7 @@ class StateConfig(_Strict):
         return RedisSettings(url=url, namespace=namespace, timeout_ms=timeout_ms)
 
 
-class Config(_Strict):
+class Config(StrictConfig):
     server: ServerConfig = ServerConfig()
     bounds: BoundsConfig = BoundsConfig()
     timeouts: TimeoutsConfig = TimeoutsConfig()

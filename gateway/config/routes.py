@@ -12,18 +12,18 @@ from typing import Annotated, Any
 from pydantic import Discriminator, Field, Tag
 
 from gateway.config.backends import BackendConfig
-from gateway.config.backends import StrictConfig as _Strict
 from gateway.config.placement import PlacementTag
+from gateway.config.strict import StrictConfig
 
 
-class SlaConfig(_Strict):
+class SlaConfig(StrictConfig):
     """Targets a request should meet; headers x-switchyard-ttft-ms / -tpot-ms override."""
 
     ttft_ms: float | None = Field(None, gt=0)
     tpot_ms: float | None = Field(None, gt=0)
 
 
-class MemberConfig(_Strict):
+class MemberConfig(StrictConfig):
     """A route's backend written as a mapping: the upstream model id it is asked for there
     (a local GGUF and a cloud API name the same weights differently) and its window."""
 
@@ -62,7 +62,7 @@ class RouteMember:
     """The member's own window; None: the backend's (possibly unknown)."""
 
 
-class RouteConfig(_Strict):
+class RouteConfig(StrictConfig):
     """A public model name and the backends that serve it, each asked for its own id."""
 
     name: str = Field(min_length=1, description="What clients send as `model`.")

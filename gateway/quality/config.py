@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gateway.config.strict import StrictConfig
+
 
 class SignalParams(BaseModel):
     """Thresholds of the passive signals; the defaults keep false alarms near zero."""
@@ -52,11 +54,7 @@ class SignalParams(BaseModel):
     )
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SignalTolerance(_Strict):
+class SignalTolerance(StrictConfig):
     """How much of one signal is normal, and how much is clearly broken.
 
     A signal's score is 1 while its bad rate (the lower confidence bound, so that a few
@@ -97,7 +95,7 @@ DEFAULT_TOLERANCES: dict[str, SignalTolerance] = {
 }
 
 
-class ProbeConfig(_Strict):
+class ProbeConfig(StrictConfig):
     """Active probes of every backend: cheap, scheduled and budgeted."""
 
     enabled: bool = Field(True, description="Run probes at all.")
@@ -125,7 +123,7 @@ class ProbeConfig(_Strict):
     )
 
 
-class QualityConfig(_Strict):
+class QualityConfig(StrictConfig):
     """Live quality scores per backend and model (see docs/quality.md)."""
 
     enabled: bool = True

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import os
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from gateway.config.strict import StrictConfig
 from gateway.errors import ConfigError
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
 
 _ASYNC_DRIVERS = {
     "sqlite": "sqlite+aiosqlite",
@@ -35,7 +31,7 @@ def normalize_database_url(url: str) -> str:
     return f"{driver}://{rest}"
 
 
-class StoreConfig(_Strict):
+class StoreConfig(StrictConfig):
     """The database that keeps request records, quality events and scores, probe results.
 
     Writes go through a bounded, batched queue off the request path; while the database is

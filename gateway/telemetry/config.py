@@ -4,14 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from gateway.config.strict import StrictConfig
 from policies.prices import Prices
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
 
 PricingConfig = Prices
 """A backend's `pricing` (and each of its `model_pricing`): `policies.prices.Prices`, where
@@ -22,7 +18,7 @@ AccessLogMode = Literal["off", "line", "json"]
 """`line`: one short line per request; `json`: the whole record and its decision."""
 
 
-class TelemetryConfig(_Strict):
+class TelemetryConfig(StrictConfig):
     """The access log, Prometheus `/metrics` and the built-in `/dashboard`."""
 
     access_log: AccessLogMode = Field(

@@ -9,10 +9,10 @@ from typing import Literal
 from pydantic import Field
 
 from gateway.config.redis import RedisBackedSection
-from gateway.config.strict import StrictConfig as _Strict
+from gateway.config.strict import StrictConfig
 
 
-class KeysConfig(_Strict):
+class KeysConfig(StrictConfig):
     """Virtual client keys kept (hashed) in the store and cached in memory."""
 
     enabled: bool = Field(
@@ -38,7 +38,7 @@ class KeysConfig(_Strict):
     )
 
 
-class RateLimit(_Strict):
+class RateLimit(StrictConfig):
     """Requests and tokens per minute; null: no limit of that kind."""
 
     rpm: int | None = Field(None, ge=1, description="Requests per minute.")
@@ -69,7 +69,7 @@ OnExhausted = Literal["reject", "fallback"]
 """When a budget is spent: refuse with 429, or send the request to a fallback route."""
 
 
-class RouteBudget(_Strict):
+class RouteBudget(StrictConfig):
     """A route's spend limits in US dollars per calendar day and month (UTC)."""
 
     usd_per_day: float | None = Field(None, gt=0, description="Spend per UTC day; null: none.")
@@ -86,7 +86,7 @@ class RouteBudget(_Strict):
     )
 
 
-class KeyBudgetPolicy(_Strict):
+class KeyBudgetPolicy(StrictConfig):
     """What happens when a key's own budget (set on the key) is spent."""
 
     on_exhausted: OnExhausted = Field(
