@@ -10,11 +10,11 @@ Usage:
 What `switchyard bench cpu` does for variants of one config, this does for versions of the
 code: each tree's gateway (`gateway.cli serve` with PYTHONPATH at the tree, and
 PYTHONSAFEPATH so that the working directory, itself perhaps a checkout, comes not first) serves
-the embedded config's policies over the same two emulated engines (`bench.cpu_cost`'s
+the embedded config's policies over the same two emulated engines (`bench.cpu`'s
 config), all on CPU 0, the load and the engines on CPU 1; in every round each phase gives
 each tree a turn, in an order that alternates, so drifts of the shared machine hit all alike.
 CPU is the sum over the server's threads of /proc/PID/task/*/schedstat (nanoseconds); per
-chunk is computed as in `bench.cpu_cost` (a stream's CPU less the same tree's non-streaming
+chunk is computed as in `bench.cpu` (a stream's CPU less the same tree's non-streaming
 CPU per request at that concurrency, per chunk relayed).
 """
 
@@ -33,8 +33,8 @@ from typing import Any
 import uvloop
 import yaml
 
-from bench.cpu_cost import gateway_config
-from bench.cpu_turns import Cell, chunk_us, idle_turn, load_turn
+from bench.cpu.cli import gateway_config
+from bench.cpu.turns import Cell, chunk_us, idle_turn, load_turn
 from bench.load import INGRESS_PATHS, Target
 from bench.procs import Server, free_port, install_interrupts, pin_self, thread_run_s
 from bench.targets import INSTANT, PACED, Engine, _ready_or_stopped, start_emulator

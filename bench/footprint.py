@@ -8,7 +8,7 @@ Usage:
 
 Every tree serves the same non-emulated config: the embedded config's policies over two
 OpenAI-compatible backends, which are emulated engines in processes of their own
-(`bench.cpu_cost.gateway_config`), so no tree loads an emulator for its backends. In each
+(`bench.cpu.cli.gateway_config`), so no tree loads an emulator for its backends. In each
 round every measure gives each tree a turn, in an order that alternates between rounds, so
 drifts of the shared machine hit all alike. The gateway runs on CPU 0, the client and the
 engines on CPU 1.
@@ -44,7 +44,7 @@ import uvloop
 import yaml
 
 from bench.ab_trees import tree_command, tree_env
-from bench.cpu_cost import gateway_config
+from bench.cpu.cli import gateway_config
 from bench.load import Pool, Target, request_bytes
 from bench.procs import Server, free_port, install_interrupts, pin_self, sample
 from bench.targets import INSTANT, PACED, start_emulator

@@ -143,7 +143,7 @@ def _bench(args: argparse.Namespace) -> int:
 
         return matrix_main(rest)
     if args.bench_name == "quality":
-        from bench.quality import main as quality_main
+        from bench.quality.cli import main as quality_main
 
         return quality_main(rest)
     if args.bench_name == "quality-real":
@@ -159,18 +159,18 @@ def _bench(args: argparse.Namespace) -> int:
 
         return telemetry_main(rest)
     if args.bench_name == "cpu":
-        from bench.cpu_cost import main as cpu_main
+        from bench.cpu.cli import main as cpu_main
 
         return cpu_main(rest)
     if args.bench_name == "decision":
-        from bench.decision import main as decision_main
+        from bench.decision.cli import main as decision_main
 
         return decision_main(rest)
     if args.bench_name in RESILIENCE_BENCHES:
         from bench.resilience.cli import main as resilience_main
 
         return resilience_main([args.bench_name, *rest])
-    from bench.overhead import main as overhead_main
+    from bench.overhead.cli import main as overhead_main
 
     return overhead_main(rest)
 

@@ -1,7 +1,7 @@
 """Probe cycles on real replicas through the gateway's own parts: the `llama-cpp` provider
 adapter, the `Prober` (canary baselines, needle), the `QualityBook` and its states.
 
-Time is virtual between cycles, as in `bench.quality_detection`: each cycle is
+Time is virtual between cycles, as in `bench.quality.detection`: each cycle is
 `interval_s` after the last, so evidence decays in the book as it would in a gateway
 probing every five minutes, while the cycles themselves run back to back.
 """

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import cpu_cost
+from bench.cpu import cli as cpu_cost
 
 
 def test_config_variants_change_only_their_part() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from bench.decision_report import percentile, render, target_us
-from bench.decision_workload import PROFILE, ConversationFactory, fleet_config
+from bench.decision.report import percentile, render, target_us
+from bench.decision.workload import PROFILE, ConversationFactory, fleet_config
 from gateway.cli import embedded_config_path, main
 from gateway.config.root import load_config
 

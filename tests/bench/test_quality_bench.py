@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.quality import RunLimits, run_scenario, table
-from bench.quality_detection import SCENARIOS, Outcome, Scenario
+from bench.quality.cli import RunLimits, run_scenario, table
+from bench.quality.detection import SCENARIOS, Outcome, Scenario
 
 LIMITS = RunLimits(twin_requests=2000)
 _outcomes: dict[str, Outcome] = {}

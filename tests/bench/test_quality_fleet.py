@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.quality_fleet import FAULTY, TWINS, FleetLimits, run_once, summary, table
+from bench.quality.fleet import FAULTY, TWINS, FleetLimits, run_once, summary, table
 
 
 async def test_two_faulty_backends_are_ejected_with_evidence_and_twins_are_spared() -> None:

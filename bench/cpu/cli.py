@@ -1,7 +1,7 @@
 """Gateway CPU per request and per SSE chunk with the defaults on, and what each part costs.
 
 Usage:
-    switchyard bench cpu [--quick] [--rounds N] [--json FILE]     (or: python -m bench.cpu_cost)
+    switchyard bench cpu [--quick] [--rounds N] [--json FILE]     (or: python -m bench.cpu)
     switchyard bench cpu --ingress messages|responses --variants defaults all-off
 
 Issue 16's item 9: with the quality tap, telemetry and probes at their defaults and the
@@ -14,8 +14,8 @@ The gateways share CPU 0 (only the one whose turn it is gets load); the load gen
 CPU = utime + stime of the gateway's process (/proc/PID/stat) around its turn, ÷ requests;
 per chunk = (streaming CPU - requests x the same variant's non-streaming CPU per request
 at that concurrency) ÷ SSE chunks relayed. `tcp-pipe` and `asgi-relay`, measured the same
-way, are no gateways but floors: a bare byte pipe (bench/floor_pipe.py), and uvicorn with the
-lean upstream client relaying and nothing else (bench/floor_relay.py). Gateways run at the
+way, are no gateways but floors: a bare byte pipe (bench/cpu/floor_pipe.py), and uvicorn with the
+lean upstream client relaying and nothing else (bench/cpu/floor_relay.py). Gateways run at the
 default log level, so the access log writes its line per request as it does for a user.
 First, with no traffic, each server idles in turns (10 s a turn; 2 s with --quick): its
 CPU and wake-ups a second (all threads' run time from /proc/PID/task/*/schedstat): what its
@@ -39,9 +39,9 @@ from typing import Any
 import uvloop
 import yaml
 
-from bench.chunk_path import relay_parts
-from bench.cpu_parts import measure
-from bench.cpu_turns import Cell, chunk_us, idle_turn, load_turn
+from bench.cpu.chunk_path import relay_parts
+from bench.cpu.parts import measure
+from bench.cpu.turns import Cell, chunk_us, idle_turn, load_turn
 from bench.load import INGRESS_PATHS, Target, request_bytes
 from bench.procs import Server, free_port, install_interrupts, pin_self, sample
 from bench.targets import INSTANT, MAIN_BIN, PACED, Engine, _ready_or_stopped, start_emulator
@@ -49,7 +49,7 @@ from gateway.config.root import parse_config
 
 SERVER_CPUS = {0}
 CLIENT_CPUS = {1}
-EMBEDDED = Path(__file__).resolve().parent.parent / "gateway" / "examples" / "embedded.yaml"
+EMBEDDED = Path(__file__).resolve().parents[2] / "gateway" / "examples" / "embedded.yaml"
 TELEMETRY_OFF = {"access_log": "off", "prometheus": False, "dashboard": False}
 SIMPLE = [{"ref": "healthy-filter"}, {"ref": "least-load-scorer"}, {"ref": "max-score-picker"}]
 
@@ -64,9 +64,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 """What each variant changes from the defaults; `defaults` is what a user runs."""
 FLOORS = {"tcp-pipe": "floor_pipe", "asgi-relay": "floor_relay"}
-"""Not gateways, measured the same way: `tcp-pipe` (`bench.floor_pipe`), a bare byte pipe
+"""Not gateways, measured the same way: `tcp-pipe` (`bench.cpu.floor_pipe`), a bare byte pipe
 on uvloop, the floor under any Python relay (event loop and kernel per read and write);
-`asgi-relay` (`bench.floor_relay`), uvicorn and the lean upstream client relaying each
+`asgi-relay` (`bench.cpu.floor_relay`), uvicorn and the lean upstream client relaying each
 request and nothing else, the floor under a pulled relay (a task and an ASGI `send` per
 chunk) on the gateway's own stack."""
 TARGETS = {"per request": 400.0, "per chunk": 20.0}
@@ -112,7 +112,7 @@ def gateway_config(
 
 
 def _parts(ports: dict[str, int], max_tokens: int) -> list[tuple[str, float]]:
-    """`bench.cpu_parts` on the defaults' config and one answer of the instant engine."""
+    """`bench.cpu.parts` on the defaults' config and one answer of the instant engine."""
     data = gateway_config(ports, 0, {})
     data["profiles"].append({"name": "simple", "plugins": SIMPLE})
     simple = {"name": "simple", "model": INSTANT.model, "backends": [INSTANT.name]}
@@ -160,7 +160,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 def _floor(floor: str, engine: str, engine_port: int, workdir: Path) -> tuple[Server, int]:
     port = free_port()
-    argv = [sys.executable, "-m", f"bench.{FLOORS[floor]}", str(port), str(engine_port)]
+    argv = [sys.executable, "-m", f"bench.cpu.{FLOORS[floor]}", str(port), str(engine_port)]
     name = f"{floor}-{engine}"
     server = Server(name, argv, workdir / f"{name}.log", cpus=SERVER_CPUS)
     _ready_or_stopped(server, f"http://127.0.0.1:{port}/v1/models", timeout_s=30)

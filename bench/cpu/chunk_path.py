@@ -7,10 +7,10 @@ The path is the gateway's own: the lean client's connection parses the chunked f
 keeps the relay's books (`RelayState`, the taps fed in batches) and frames the chunk for
 the client. Only the two sockets are left out: the upstream bytes are handed to the
 connection's `data_received`, and the client's transport takes the write and drops it.
-`switchyard bench cpu` prints both beside its other in-process parts (`bench.cpu_parts`).
+`switchyard bench cpu` prints both beside its other in-process parts (`bench.cpu.parts`).
 
 Usage:
-    python -m bench.chunk_path
+    python -m bench.cpu.chunk_path
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.load import Pool, request_bytes
+from bench.overhead.report import Measured, Phase, add_chunk_cpu, add_deltas, phase_metrics
 from bench.procs import ProcSample, Server, sample
-from bench.report import Measured, Phase, add_chunk_cpu, add_deltas, phase_metrics
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from bench.quality_detection import SCENARIOS, Harness, Outcome, Scenario
+from bench.quality.detection import SCENARIOS, Harness, Outcome, Scenario
 
 
 @dataclass(frozen=True)
@@ -164,8 +164,8 @@ def to_json(outcome: Outcome) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if "--fleet" in argv:  # several faulty backends at once, idle or loaded (quality_fleet.py)
-        from bench.quality_fleet import main as fleet_main
+    if "--fleet" in argv:  # several faulty backends at once, idle or loaded (fleet.py)
+        from bench.quality.fleet import main as fleet_main
 
         argv.remove("--fleet")
         return fleet_main(argv)

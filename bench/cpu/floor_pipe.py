@@ -1,14 +1,14 @@
 """The floor under any Python relay: a bare byte pipe on uvloop, no HTTP at all.
 
 Usage:
-    python -m bench.floor_pipe LISTEN_PORT UPSTREAM_PORT
+    python -m bench.cpu.floor_pipe LISTEN_PORT UPSTREAM_PORT
 
 Each client connection gets its own upstream connection and bytes go both ways as they
 come (one read, one write per arrival; reading pauses while the other side's buffer is
 full). It understands nothing, so it cannot route, count, retry or relay an error: what it
 costs per request and per SSE chunk is what the event loop and the kernel cost a relay
 that reads and writes each chunk as it comes, on this machine. `switchyard bench cpu`
-runs it beside the gateway's variants as `tcp-pipe` (bench/cpu_cost.py).
+runs it beside the gateway's variants as `tcp-pipe` (bench/cpu/cli.py).
 """
 
 from __future__ import annotations

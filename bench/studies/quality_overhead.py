@@ -2,7 +2,7 @@
 `quality.enabled` on and off, side by side, in alternating rounds. Client, gateway and
 emulated engine share one process, so only the difference is meaningful.
 
-    .venv/bin/python -m bench.quality_overhead
+    .venv/bin/python -m bench.studies.quality_overhead
 """
 
 from __future__ import annotations

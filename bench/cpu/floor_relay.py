@@ -3,7 +3,7 @@ client, and nothing else (each chunk read by the response's task and sent throug
 the gateway splices its streams instead, `gateway/http/relay/splice.py`).
 
 Usage:
-    python -m bench.floor_relay LISTEN_PORT UPSTREAM_PORT
+    python -m bench.cpu.floor_relay LISTEN_PORT UPSTREAM_PORT
 
 An ASGI app on uvicorn (httptools, uvloop, no access log) that POSTs each request's body to
 the engine with `providers.transport.h1_client.H1Pool` and answers with what came back: a whole
@@ -11,7 +11,7 @@ answer with its length, a stream chunk by chunk as it comes. No auth, parsing, r
 accounting, quality tap or telemetry: what it costs per request and per SSE chunk is what
 the server and the client the gateway runs on cost before the gateway does anything.
 `switchyard bench cpu` runs it beside the gateway's variants as `asgi-relay`
-(bench/cpu_cost.py); `tcp-pipe` (bench/floor_pipe.py) is the floor under both.
+(bench/cpu/cli.py); `tcp-pipe` (bench/cpu/floor_pipe.py) is the floor under both.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What each part of the request path costs on its own, in-process: µs per call.
 
-The live variants of `bench.cpu_cost` give each part's cost in a serving process (caches,
+The live variants of `bench.cpu` give each part's cost in a serving process (caches,
 the collector and the event loop included); these calls, timed alone on one request and
 its answer, show which functions inside a part take it. Best of several repeats of many
 calls each (thread CPU time), so a busy machine inflates them less.

@@ -32,17 +32,17 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable from the repo root
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.decision_report import Sample, render, summarize
-from bench.decision_workload import (
+from bench.decision.report import Sample, render, summarize
+from bench.decision.workload import (
     PROFILE,
     ConversationFactory,
     chars_per_token,
     chat_body,
     fleet_config,
 )
-from bench.overhead import machine
+from bench.overhead.cli import machine
 from gateway.config.root import Config, RouteConfig
 from gateway.fleet.state import FleetState
 from gateway.http.wire import parse_body, traits_of

@@ -1,4 +1,4 @@
-"""The measuring turns `bench.cpu_cost` and `bench.ab_trees` share: one server's turn under
+"""The measuring turns `bench.cpu` and `bench.ab_trees` share: one server's turn under
 load or idle, the cell its CPU adds to, and how a chunk's CPU is derived from two cells."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Gateway overhead: direct vs Switchyard vs LiteLLM's proxy, against the same emulated engines.
 
-Usage: .venv/bin/python bench/overhead.py [--quick] [--skip-litellm] [--json FILE]
+Usage: .venv/bin/python -m bench.overhead [--quick] [--skip-litellm] [--json FILE]
 
 Every server is a subprocess stopped by PID on exit (Ctrl-C included). Targets take turns
 within each phase, so that noise on the shared machine hits all of them alike.
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable from the repo root
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench import tables
 from bench.load import Pool, Target
-from bench.phases import Running, Settings, record_memory, run_all
+from bench.overhead.phases import Running, Settings, record_memory, run_all
+from bench.overhead.report import DIRECT, SWITCHYARD, Phase, verdicts
 from bench.procs import Server, StartError, install_interrupts, pin_self
-from bench.report import DIRECT, SWITCHYARD, Phase, verdicts
 from bench.targets import (
     INSTANT,
     LITELLM_REQUIREMENT,

@@ -1,0 +1,7 @@
+"""`python -m bench.quality [options]`: the same as `switchyard bench quality`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
