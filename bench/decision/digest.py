@@ -1,7 +1,7 @@
 """A digest of seeded routing decisions: to show that a change of layout changed none.
 
 Usage (one tree's decisions; compare the digests of two trees):
-    PYTHONSAFEPATH=1 PYTHONPATH=<tree> python bench/decision_digest.py [--out FILE]
+    PYTHONSAFEPATH=1 PYTHONPATH=<tree> python bench/decision/digest.py [--out FILE]
 
 Runs `bench.decision`'s workload of the tree it is pointed at (seeded conversations on 16
 backends, the cache-aware profile, dispatches remembered and the fleet kept busy as
@@ -11,23 +11,36 @@ per decision, then prints the SHA-256 of those lines. Decision ids seed the pick
 breaks; here they come from a seeded generator in place of `os.urandom`, so a run is
 repeatable. It imports only names that
 `bench.decision` has kept across layouts, so an older checkout is digested by its own
-code. Two trees whose digests match routed every request of the workload alike, with the
-same order, scores and reasons.
+code (before the bench's own layout step, `bench.decision` was one module beside
+`bench.decision_workload`; both layouts are read). Two trees whose digests match routed
+every request of the workload alike, with the same order, scores and reasons.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import random
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from bench.decision import Bench, parse_args
-from bench.decision_workload import ConversationFactory, chars_per_token, chat_body, fleet_config
+
+def _workload() -> tuple[ModuleType, ModuleType]:
+    """The tree's decision bench and its workload, in either layout."""
+    try:
+        return importlib.import_module("bench.decision.cli"), importlib.import_module(
+            "bench.decision.workload"
+        )
+    except ModuleNotFoundError:
+        return importlib.import_module("bench.decision"), importlib.import_module(
+            "bench.decision_workload"
+        )
+
 
 SEED = 20261207
 
@@ -37,24 +50,26 @@ VARYING = ("id", "timings_us", "total_us", "created_at")
 
 def digest_lines(prompt_tokens: int, requests: int) -> list[str]:
     """Every decision of `requests` seeded turns, as canonical JSON lines."""
+    decision, workload = _workload()
     os.urandom = random.Random(SEED).randbytes  # this process only: ids and tie breaks
-    args = parse_args(["--prompt-tokens", str(prompt_tokens)])
-    config = fleet_config(args.backends, args.capacity_tokens)
-    bench = Bench.build(config, args)
-    cpt = chars_per_token(bench.fingerprinter.counter)
-    factory = ConversationFactory(prompt_tokens, args.turns, cpt, args.seed)
+    args = decision.parse_args(["--prompt-tokens", str(prompt_tokens)])
+    config = workload.fleet_config(args.backends, args.capacity_tokens)
+    bench = decision.Bench.build(config, args)
+    cpt = workload.chars_per_token(bench.fingerprinter.counter)
+    factory = workload.ConversationFactory(prompt_tokens, args.turns, cpt, args.seed)
     active = [factory.start(i) for i in range(args.sessions)]
     started, lines = len(active), []
     while len(lines) < requests:
         for i, conversation in enumerate(active):
-            lines.append(_decided(bench, chat_body(conversation, bench.max_tokens), f"c-{i}"))
+            body = workload.chat_body(conversation, bench.max_tokens)
+            lines.append(_decided(bench, body, f"c-{i}"))
             if not factory.advance(conversation):
                 active[i] = factory.start(started)
                 started += 1
     return lines[:requests]
 
 
-def _decided(bench: Bench, raw: bytes, client: str) -> str:
+def _decided(bench: Any, raw: bytes, client: str) -> str:
     from policies import describe_decision  # the tree's own, wherever it keeps it
 
     bench.load.finish(client)
