@@ -8,7 +8,7 @@ the only usage such a stream carries unless the client asked for `include_usage`
 
 Reading usage must not slow the relay: a stream is only scanned for the event that
 carries a `usage` object (OpenAI sends `"usage":null` elsewhere) or `timings`, and
-parsed at the end.
+that event is decoded (`providers.transport.sse`) and parsed at the end.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from providers.transport.sse import SseDecodeError, SseDecoder
 
 _USAGE_OBJECT = b'"usage":{'
 _TIMINGS_OBJECT = b'"timings":{'
@@ -157,10 +159,15 @@ class UsageTap:
         if self._tail is None:
             return None
         marker = _USAGE_OBJECT if self._on_usage else _TIMINGS_OBJECT
-        for line in self._tail.split(b"\n"):
-            if line.startswith(b"data:") and marker in line:
+        decoder = SseDecoder()
+        try:
+            events = decoder.feed(self._tail) + decoder.flush()
+        except SseDecodeError:
+            return None  # a read too long to be events: no usage to read, and no fault of ours
+        for data in events:
+            if marker in data:
                 try:
-                    return usage_of(orjson.loads(line[5:]))
+                    return usage_of(orjson.loads(data))
                 except orjson.JSONDecodeError:
                     return None
         return None

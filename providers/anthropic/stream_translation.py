@@ -37,8 +37,8 @@ from providers.anthropic.messages_wire import (
     ToolUseOut,
 )
 from providers.anthropic.response_translation import finish_reason, openai_usage
-from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
 from providers.errors import UpstreamError
+from providers.transport.sse import SseDecodeError, SseDecoder
 
 DONE = b"data: [DONE]\n\n"
 

@@ -21,31 +21,9 @@ from providers.gemini.errors import GeminiErrors
 from providers.gemini.gemini_wire import GenerateContentResponse, UsageMetadata
 from providers.gemini.response import completion_id, finish_reason, openai_usage, part_delta
 from providers.translated_stream import TranslatedStream
+from providers.transport.sse import SseDecodeError, SseDecoder
 
 DONE = b"data: [DONE]\n\n"
-
-
-class SseEvents:
-    """Cuts a byte stream into the data of its server-sent events."""
-
-    def __init__(self) -> None:
-        self._pending = b""
-
-    def feed(self, chunk: bytes) -> list[bytes]:
-        # CRLF is normalised on what is pending, so a pair split across reads still joins.
-        self._pending = (self._pending + chunk).replace(b"\r\n", b"\n")
-        *events, self._pending = self._pending.split(b"\n\n")
-        return [data for data in map(_data_of, events) if data]
-
-    def flush(self) -> list[bytes]:
-        """The last event, when the stream ended without the blank line after it."""
-        data, self._pending = _data_of(self._pending), b""
-        return [data] if data else []
-
-
-def _data_of(event: bytes) -> bytes:
-    lines = [line[5:].removeprefix(b" ") for line in event.split(b"\n") if line[:5] == b"data:"]
-    return b"\n".join(lines).strip()
 
 
 class StreamTranslator:
@@ -55,7 +33,7 @@ class StreamTranslator:
         self._model = model
         self._include_usage = include_usage
         self._errors = errors
-        self._events = SseEvents()
+        self._events = SseDecoder()
         self._created = int(time())
         self._id: str | None = None
         self._tool_calls = 0
@@ -63,16 +41,24 @@ class StreamTranslator:
         self._usage: UsageMetadata | None = None
 
     def feed(self, raw: bytes) -> bytes:
-        return b"".join(self._translate(data) for data in self._events.feed(raw))
+        try:
+            events = self._events.feed(raw)
+        except SseDecodeError as exc:
+            raise self._errors.malformed(f"a malformed stream: {exc}") from None
+        return self._translate_all(events)
 
     def end(self) -> bytes:
         """The closing chunks; raises if Gemini stopped before giving a finish reason."""
-        tail = b"".join(self._translate(data) for data in self._events.flush())
+        tail = self._translate_all(self._events.flush())
         if not self._finished:
             raise self._errors.malformed("a stream that ended before it finished")
         if self._include_usage and self._usage is not None:
             tail += self._sse({"choices": [], "usage": openai_usage(self._usage)})
         return tail + DONE
+
+    def _translate_all(self, events: list[bytes]) -> bytes:
+        # An event of blank data says nothing (and is no JSON to fail on).
+        return b"".join(self._translate(data) for data in events if data.strip())
 
     def _translate(self, data: bytes) -> bytes:
         response = self._decode(data)

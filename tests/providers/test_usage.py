@@ -97,6 +97,15 @@ def test_deepseeks_cache_hits_are_read_from_a_streams_usage_event() -> None:
     assert usage_from_body(orjson.dumps({"usage": usage})) == Usage(20, 2, 16)
 
 
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n", b"\r"], ids=["lf", "crlf", "cr"])
+def test_a_streams_usage_event_is_read_whatever_its_line_ends(newline: bytes) -> None:
+    usage = {"prompt_tokens": 20, "completion_tokens": 2, "prompt_cache_hit_tokens": 16}
+    tap = UsageTap()
+    tap.feed(b"data: " + orjson.dumps({"choices": [], "usage": usage}) + newline * 2)
+    tap.feed(b"data: [DONE]" + newline * 2)
+    assert tap.usage() == Usage(20, 2, 16)
+
+
 # -- llama.cpp's llama-server: the engine's own counts and times beside `usage`
 
 

@@ -28,8 +28,8 @@ from gateway.http.openai_reply import (
     read_document,
 )
 from gateway.http.relay.streaming import RelayState, StreamOutcome, backend_error_event
-from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
 from providers.errors import ApiError, UpstreamProtocolError
+from providers.transport.sse import SseDecodeError, SseDecoder
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

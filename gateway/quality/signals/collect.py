@@ -1,7 +1,8 @@
 """Response bytes to the response part of an `Observation`: a cheap stream tap, one parse.
 
 `StreamCollector.feed` sits on the relay path, so it only appends bytes to a bounded
-buffer; `finish()` parses the SSE once after the last byte reached the client.
+buffer; `finish()` parses the SSE once after the last byte reached the client, its events
+read by the product's one decoder (`providers.transport.sse`).
 `collect_body` does the same for a non-streamed JSON body. Both never raise on bad
 input: they report it in `CollectedResponse.malformed`.
 
@@ -19,6 +20,7 @@ import orjson
 
 from gateway.quality.signals.response_assembly import Assembly, Payload, parse_json
 from gateway.quality.signals.stream_template import parse_templated
+from providers.transport.sse import SseDecodeError, SseDecoder
 
 if TYPE_CHECKING:
     from gateway.quality.signals.observation import ToolCallSeen
@@ -183,48 +185,48 @@ def _assembly(bounds: CollectBounds) -> Assembly:
 
 def _parse_sse(data: bytes, assembly: Assembly, *, trust_last_line: bool) -> None:
     """Dispatch each SSE event's data to the assembly; comments and other fields ignored."""
-    if trust_last_line and _parse_plain_sse(data, assembly):
-        return
-    lines = data.splitlines()
-    unterminated = bool(lines) and not data.endswith((b"\n", b"\r"))
+    unterminated = not data.endswith((b"\n", b"\r"))
     if unterminated and not trust_last_line:
-        lines.pop()
+        data = data[: max(data.rfind(b"\n"), data.rfind(b"\r")) + 1]
         unterminated = False
-    pending: list[bytes] = []
-    event_name = b""
-    for number, line in enumerate(lines, start=1):
-        if not line:
-            _dispatch(pending, event_name, number, assembly, last=False)
-            pending, event_name = [], b""
-        elif line.startswith(b"data:"):
-            pending.append(_field_value(line, 5))
-        elif line.startswith(b"event:"):
-            event_name = _field_value(line, 6)
-    _dispatch(pending, event_name, len(lines), assembly, last=unterminated)
+    decoder = SseDecoder(keep_event_types=True)
+    try:
+        payloads = decoder.feed(data)
+        ended = len(payloads)
+        payloads += decoder.flush()
+    except SseDecodeError as exc:
+        assembly.report_malformed(f"the stream is not server-sent events: {exc}")
+        return
+    event_types = decoder.event_types or []
+    if trust_last_line and _parse_plain_sse(payloads, event_types, assembly):
+        return
+    for number, (payload, event_type) in enumerate(zip(payloads, event_types, strict=True)):
+        # The last event, unless the stream ended with a line end, is cut inside its data.
+        last = unterminated and number >= ended
+        _dispatch(payload, number + 1, assembly, error_event=event_type == b"error", last=last)
 
 
-def _parse_plain_sse(data: bytes, assembly: Assembly) -> bool:
-    """The common shape (every event one `data: {...}` line, no other fields) parsed without
-    a call per event: content events as a template (`stream_template`), or all events as one
-    JSON array. False: not that shape, or bad JSON somewhere, and nothing was taken; the
-    general path then says what is wrong."""
-    lines = _lines(data)
-    taken = parse_templated(lines, assembly)
+def _parse_plain_sse(payloads: list[bytes], event_types: list[bytes], assembly: Assembly) -> bool:
+    """The common shape (every event's data a JSON object or `[DONE]`, none an `error` event)
+    parsed without a call per event: content events as a template (`stream_template`), or
+    all events as one JSON array. False: not that shape, or bad JSON somewhere, and nothing
+    was taken; the general path then says what is wrong."""
+    if b"error" in event_types:
+        return False
+    taken = parse_templated(payloads, assembly)
     if taken is not None:
         return taken
-    payloads: list[bytes] = []
+    objects: list[bytes] = []
     done = False
-    for line in lines:
-        if not line:
-            continue
-        if not line.startswith(b"data: {"):
-            if line in (b"data: [DONE]", b"data:[DONE]"):
+    for payload in payloads:
+        if not payload.startswith(b"{"):
+            if payload == b"[DONE]":
                 done = True
                 continue
             return False
-        payloads.append(line[6:])
+        objects.append(payload)
     try:
-        events = orjson.loads(b"[" + b",".join(payloads) + b"]")
+        events = orjson.loads(b"[" + b",".join(objects) + b"]")
     except orjson.JSONDecodeError:
         return False
     for event in events:
@@ -236,34 +238,18 @@ def _parse_plain_sse(data: bytes, assembly: Assembly) -> bool:
     return True
 
 
-def _lines(data: bytes) -> list[bytes]:
-    """The data's non-empty lines split at LF, trailing CRs dropped (most streams have none)."""
-    lines = data.split(b"\n")
-    if b"\r" in data:
-        lines = [line.rstrip(b"\r") for line in lines]
-    return list(filter(None, lines))  # the blank line after each event: half of all
-
-
 def _dispatch(
-    pending: list[bytes], event_name: bytes, line: int, assembly: Assembly, *, last: bool
+    data: bytes, number: int, assembly: Assembly, *, error_event: bool, last: bool
 ) -> None:
-    if not pending:
-        return
-    data = b"\n".join(pending)
     if data.strip() == b"[DONE]":
         assembly.done = True
         return
     payload, problem = parse_json(data)
     if payload is not None:
-        assembly.add_chunk(payload, is_error_event=event_name == b"error")
+        assembly.add_chunk(payload, is_error_event=error_event)
     elif not last:
         # A stream cut inside its final event is a cut stream (the relay knows), not bad JSON.
-        assembly.report_malformed(f"bad JSON in the data ending at line {line}: {problem}")
-
-
-def _field_value(line: bytes, prefix: int) -> bytes:
-    value = line[prefix:]
-    return value[1:] if value.startswith(b" ") else value
+        assembly.report_malformed(f"bad JSON in the data of event {number}: {problem}")
 
 
 def _whole_lines(tail: bytes) -> bytes:

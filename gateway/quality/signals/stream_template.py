@@ -1,16 +1,17 @@
 """A chat stream's content events read as one template: no dict per event for most of them.
 
 Most events of a chat stream are the same JSON but for the content string:
-`data: {"id":...,"choices":[{"index":0,"delta":{"content":"<TEXT>"},...}],...}`. Once one
-such event has been parsed and its content string found in its bytes, every later line
-that is the template's prefix, a JSON string's body and the template's suffix is that
-event with that string as its content (JSON is context-free: one string token swapped for
-another changes nothing else), so those lines are only sliced, and their strings decoded
+`{"id":...,"choices":[{"index":0,"delta":{"content":"<TEXT>"},...}],...}`. Once one such
+event has been parsed and its content string found in its bytes, every later event that
+is the template's prefix, a JSON string's body and the template's suffix is that event
+with that string as its content (JSON is context-free: one string token swapped for
+another changes nothing else), so those events are only sliced, and their strings decoded
 all at once in one C call. A probe parse with another string proves, per template, that
 the swapped token is the delta's content and nothing else.
 
-Private to `collect.py`; it reads the same lines as its plain-SSE path and takes the same
-facts, in the same order, or declines before taking anything.
+Private to `collect.py`; it reads the events' data as the SSE decoder gave them to its
+plain-SSE path (no framing here) and takes the same facts, in the same order, or declines
+before taking anything.
 """
 
 from __future__ import annotations
@@ -24,28 +25,28 @@ import orjson
 from gateway.quality.signals.response_assembly import Assembly, Payload, plain_content
 
 _CONTENT_KEY = re.compile(rb'"content"[ \t]*:[ \t]*"')
-_DONE_LINES = (b"data: [DONE]", b"data:[DONE]")
+_DONE = b"[DONE]"
 _TEMPLATE_TRIES = 2
 """Template derivations (a probe parse each) per stream, at most: a stream whose first
 events do not share one shape goes to the one-array parse without spending more."""
 _UNMATCHED_EVENTS = 4
-"""Events parsed one by one, at most, before the first template line."""
+"""Events parsed one by one, at most, before the first template event."""
 
 
 @dataclass(frozen=True, slots=True)
 class ContentTemplate:
-    """One event shape: the line's bytes before and after its content string's body."""
+    """One event shape: the data's bytes before and after its content string's body."""
 
     prefix: bytes
     suffix: bytes
     event: Payload
-    """A parse of the template's own, whose delta content is set per line (`take`)."""
+    """A parse of the template's own, whose delta content is set per event (`take`)."""
     delta: dict[str, Any]
     plain: bool
-    """Each line is a plain content delta (`plain_content`): its text is only appended."""
+    """Each event is a plain content delta (`plain_content`): its text is only appended."""
 
     def take(self, texts: list[str], assembly: Assembly) -> None:
-        """The events of consecutive template lines with these contents, in order."""
+        """The events of consecutive template events with these contents, in order."""
         if self.plain:
             # Appending the joined texts keeps the same text and cut as appending each.
             if not assembly.text_frozen:
@@ -56,30 +57,31 @@ class ContentTemplate:
             assembly.add_chunk(self.event)
 
 
-def parse_templated(lines: list[bytes], assembly: Assembly) -> bool | None:
-    """Take the events of `lines` (split at LF, none empty; each `data: {...}` or
-    `data: [DONE]`, else False: not that shape). None: some event did not parse on its own,
-    or a template line's text is not a JSON string's body; the caller's array parse then
-    decides. Takes nothing unless True.
+def parse_templated(payloads: list[bytes], assembly: Assembly) -> bool | None:
+    """Take the events whose data is `payloads` (as `providers.transport.sse` decodes them;
+    each a JSON object or `[DONE]`, else False: not that shape). None: some event did not
+    parse on its own, or a template event's text is not a JSON string's body; the caller's
+    array parse then decides. Takes nothing unless True.
     """
     steps: list[tuple[int, Payload | ContentTemplate]] = []
-    """(template lines before it, an event to take or the template of the lines after it)"""
+    """(template events before it, an event to take or the template of the events after)"""
     texts: list[bytes] = []
     template: ContentTemplate | None = None
-    prefix = suffix = b"\n"  # no line has an LF: matches none until a template is found
+    # The decoder ends lines at a CR, so no payload has one: matches none until a template.
+    prefix = suffix = b"\r"
     start, stop = 0, -1
     tries, done = _TEMPLATE_TRIES, False
-    for line in lines:
-        if line.startswith(prefix) and line.endswith(suffix, start):  # apart, not overlapping
-            texts.append(line[start:stop])
+    for payload in payloads:
+        if payload.startswith(prefix) and payload.endswith(suffix, start):  # not overlapping
+            texts.append(payload[start:stop])
             continue
-        if not line.startswith(b"data: {"):
-            if line in _DONE_LINES:
+        if not payload.startswith(b"{"):
+            if payload == _DONE:
                 done = True
                 continue
             return False
         try:
-            event = orjson.loads(line[6:])
+            event = orjson.loads(payload)
         except orjson.JSONDecodeError:
             return None
         steps.append((len(texts), event))
@@ -90,7 +92,7 @@ def parse_templated(lines: list[bytes], assembly: Assembly) -> bool | None:
         # An empty content (the role's chunk that opens most streams) makes no template.
         if tries and (template is None or not texts) and _delta_content(event):
             tries -= 1
-            found = _template_of(line, event)
+            found = _template_of(payload, event)
             if found is not None:
                 template, prefix, suffix = found, found.prefix, found.suffix
                 start, stop = len(prefix), -len(suffix)
@@ -154,20 +156,21 @@ def _delta_content(event: Payload) -> str | None:
     return content if type(content) is str else None
 
 
-def _template_of(line: bytes, event: Payload) -> ContentTemplate | None:
-    """The line as a template around its delta's content string, if a probe proves it."""
-    found = _CONTENT_KEY.search(line)
+def _template_of(data: bytes, event: Payload) -> ContentTemplate | None:
+    """The event's data as a template around its delta's content string, if a probe
+    proves it."""
+    found = _CONTENT_KEY.search(data)
     if found is None:
         return None
     start = found.end()
-    end = _string_end(line, start)
+    end = _string_end(data, start)
     if end < 0:
         return None
-    prefix, suffix = line[:start], line[end:]
+    prefix, suffix = data[:start], data[end:]
     content = _delta_content(event) or ""
     marked = "\x00" + content  # differs from the content, so the probe sees the token move
     try:
-        probe = orjson.loads(prefix[6:] + orjson.dumps(marked)[1:-1] + suffix)
+        probe = orjson.loads(prefix + orjson.dumps(marked)[1:-1] + suffix)
     except orjson.JSONDecodeError:
         return None
     if not isinstance(probe, dict) or _delta_content(probe) != marked:
@@ -179,14 +182,14 @@ def _template_of(line: bytes, event: Payload) -> ContentTemplate | None:
     return ContentTemplate(prefix, suffix, probe, delta, plain_content(probe) is not None)
 
 
-def _string_end(line: bytes, start: int) -> int:
+def _string_end(data: bytes, start: int) -> int:
     """The index of the quote that closes the string whose body starts at `start`; -1."""
-    end = line.find(b'"', start)
+    end = data.find(b'"', start)
     while end >= 0:
         backslashes = 0
-        while line[end - 1 - backslashes] == 0x5C:  # "\\"
+        while data[end - 1 - backslashes] == 0x5C:  # "\\"
             backslashes += 1
         if backslashes % 2 == 0:
             return end
-        end = line.find(b'"', end + 1)
+        end = data.find(b'"', end + 1)
     return -1

@@ -8,7 +8,6 @@ import orjson
 import pytest
 
 from providers.anthropic.error_mapping import ErrorMapper
-from providers.anthropic.sse_decoder import SseDecodeError, SseDecoder
 from providers.anthropic.stream_translation import DONE, StreamTranslator
 from providers.errors import UpstreamProtocolError, UpstreamStatusError
 from tests.providers.anthropic.fake_anthropic import sse
@@ -220,40 +219,8 @@ def test_what_follows_message_stop_is_ignored() -> None:
     assert b"late" not in out
 
 
-def test_the_decoder_joins_multiline_data_and_bounds_a_runaway_line() -> None:
-    decoder = SseDecoder()
-    assert decoder.feed(b": comment\nevent: x\ndata: a\ndata:b\n\n") == [b"a\nb"]
-    with pytest.raises(SseDecodeError):
-        decoder.feed(b"data: " + b"x" * (8 * 1024 * 1024 + 1))
-
-
-def test_the_decoder_bounds_a_line_in_many_reads_and_an_event_of_many_lines() -> None:
-    line = SseDecoder()
-    piece = b"x" * (64 * 1024)
-    with pytest.raises(SseDecodeError):
-        for _ in range(8 * 16 + 1):  # 8 MiB and a piece, no newline: pieces kept, not rejoined
-            line.feed(piece)
-    event = SseDecoder()
-    with pytest.raises(SseDecodeError):
-        for _ in range(8 * 16 + 1):  # data lines without the blank line that ends an event
-            event.feed(b"data: " + piece + b"\n")
-    long = SseDecoder()
-    assert long.feed(b"data: " + piece) == []
-    assert long.feed(piece) == [] and long.feed(b"\n\n") == [piece + piece]
-
-
-@pytest.mark.parametrize(
-    "reads",
-    [
-        [b"data: {}\n\n", b"data: [DONE]\n\n"],  # one event a read: taken whole
-        [b"data: {}\n", b"\ndata: [DONE]\n\n"],  # split at the blank line
-        [b"data: {}\r\n\r\n", b"data: [DONE]\r\n\r\n"],  # CRLF lines
-        [b"data:", b" {}\n\n", b"data: [DONE]\n\n"],  # split in the field name
-        [b"data: {}\n\ndata: [DONE]\n\n"],  # two events in one read
-        [b"da", b"ta: {", b"}", b"\n\nda", b"ta: [DONE]", b"\r\n\r\n"],  # lines in pieces
-    ],
-    ids=["whole", "split-blank", "crlf", "split-field", "two", "pieces"],
-)
-def test_the_decoder_gives_the_same_payloads_however_the_reads_fall(reads: list[bytes]) -> None:
-    decoder = SseDecoder()
-    assert [p for read in reads for p in decoder.feed(read)] == [b"{}", b"[DONE]"]
+def test_a_runaway_line_is_a_protocol_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("providers.transport.sse.MAX_PENDING_BYTES", 64)
+    stream = translator()
+    with pytest.raises(UpstreamProtocolError, match="malformed stream: an event line exceeds 64"):
+        stream.feed(b"event: ping\ndata: " + b"x" * 64)

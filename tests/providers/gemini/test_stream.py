@@ -10,7 +10,7 @@ import pytest
 
 from providers.errors import UpstreamError, UpstreamProtocolError, UpstreamStatusError
 from providers.gemini.errors import GeminiErrors
-from providers.gemini.stream import GeminiStream, SseEvents, StreamTranslator
+from providers.gemini.stream import GeminiStream, StreamTranslator
 from tests.providers.gemini.fake_gemini import sse
 
 USAGE_1 = {"promptTokenCount": 10, "totalTokenCount": 22, "thoughtsTokenCount": 12}
@@ -135,12 +135,11 @@ def test_events_split_anywhere_across_reads_translate_the_same() -> None:
     assert deltas(translate(bytewise)) == deltas(translate(THINK_THEN_ANSWER))
 
 
-def test_sse_framing_lf_or_crlf_and_a_missing_final_blank_line() -> None:
-    events = SseEvents()
-    assert events.feed(b'data: {"a":1}\n\n: comment\n\ndata: {"b"') == [b'{"a":1}']
-    assert events.feed(b":2}\r") == []
-    assert events.feed(b"\n\r\ndata: [3]") == [b'{"b":2}']
-    assert events.flush() == [b"[3]"]
+def test_a_runaway_event_is_a_malformed_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("providers.transport.sse.MAX_PENDING_BYTES", 64)
+    t = translator()
+    with pytest.raises(UpstreamProtocolError, match="malformed stream: an event's data exceeds"):
+        t.feed(b"data: " + b"x" * 64 + b"\n")
 
 
 @pytest.mark.parametrize(

@@ -84,6 +84,15 @@ def test_unreadable_bytes_set_failure() -> None:
     assert translator.failure is not None and not translator.finished
 
 
+def test_a_runaway_line_sets_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("providers.transport.sse.MAX_PENDING_BYTES", 64)
+    translator = TranslatedStream(Recorder())
+    assert translator.feed(b"data: " + b"x" * 64) == b""
+    failure = translator.failure
+    assert failure is not None and not translator.finished
+    assert failure.message == "backend sent a malformed stream: an event line exceeds 64 bytes"
+
+
 async def relayed(
     parts: list[bytes], outcome: StreamOutcome, *, error_before: int | None = None
 ) -> tuple[bytes, bool]:

@@ -200,7 +200,7 @@ def test_stream_cut_inside_the_last_event_is_not_malformed() -> None:
 @pytest.mark.parametrize(
     ("bad", "fragment"),
     [
-        pytest.param(b'data: {"choices": [\n\n', "bad JSON in the data ending at line", id="json"),
+        pytest.param(b'data: {"choices": [\n\n', "bad JSON in the data of event 2", id="json"),
         pytest.param(b"data: [1, 2]\n\n", "a JSON list, not an object", id="not-object"),
     ],
 )

@@ -12,35 +12,37 @@ import random
 import orjson
 import pytest
 
-from gateway.quality.signals.collect import (
-    CollectBounds,
-    _assembly,
-    _lines,
-    _parse_plain_sse,
-    _result,
-)
+from gateway.quality.signals.collect import CollectBounds, _assembly, _parse_plain_sse, _result
 from gateway.quality.signals.response_assembly import Assembly
 from gateway.quality.signals.stream_template import parse_templated
+from providers.transport.sse import SseDecoder
 from tests.gateway.quality.streams import DONE, chunk, event, text_stream, usage_chunk
 
 Facts = tuple[bool, object]
 
 
+def decoded(data: bytes) -> tuple[list[bytes], list[bytes]]:
+    """The stream's event data and event types, as the collector decodes them."""
+    decoder = SseDecoder(keep_event_types=True)
+    payloads = decoder.feed(data) + decoder.flush()
+    return payloads, decoder.event_types or []
+
+
 def array_parse(data: bytes, assembly: Assembly) -> bool:
-    """The reference: every `data: {...}` line's JSON in one array, each event taken."""
-    payloads, done = [], False
-    for line in data.split(b"\n"):
-        line = line.rstrip(b"\r")
-        if not line:
-            continue
-        if not line.startswith(b"data: {"):
-            if line in (b"data: [DONE]", b"data:[DONE]"):
+    """The reference: every event's data, a JSON object, in one array, each event taken."""
+    payloads, types = decoded(data)
+    objects, done = [], False
+    if b"error" in types:
+        return False
+    for payload in payloads:
+        if not payload.startswith(b"{"):
+            if payload == b"[DONE]":
                 done = True
                 continue
             return False
-        payloads.append(line[6:])
+        objects.append(payload)
     try:
-        events = orjson.loads(b"[" + b",".join(payloads) + b"]")
+        events = orjson.loads(b"[" + b",".join(objects) + b"]")
     except orjson.JSONDecodeError:
         return False
     if not all(isinstance(payload, dict) for payload in events):
@@ -49,6 +51,10 @@ def array_parse(data: bytes, assembly: Assembly) -> bool:
         assembly.add_chunk(payload)
     assembly.done = assembly.done or done
     return True
+
+
+def plain_parse(data: bytes, assembly: Assembly) -> bool:
+    return _parse_plain_sse(*decoded(data), assembly)
 
 
 def facts(parse: object, data: bytes, bounds: CollectBounds, frozen: bool) -> Facts:
@@ -61,7 +67,7 @@ def facts(parse: object, data: bytes, bounds: CollectBounds, frozen: bool) -> Fa
 def same(data: bytes, bounds: CollectBounds | None = None, frozen: bool = False) -> Facts:
     bounds = bounds or CollectBounds()
     expected = facts(array_parse, data, bounds, frozen)
-    assert facts(_parse_plain_sse, data, bounds, frozen) == expected
+    assert facts(plain_parse, data, bounds, frozen) == expected
     return expected
 
 
@@ -105,7 +111,7 @@ ESCAPES = ["line\n", "tab\t", 'quote"', "back\\slash", "\\", '\\"', "\u0001", "\
             id="crlf",
         ),
         pytest.param([b'data: {"choices":[{"delta":{"content":"x"}}]}\n\n'] * 3, id="no-index"),
-        pytest.param([b'data: {"choices":[{"delta":{"content" : "x"}}]}\n'] * 3, id="spaces"),
+        pytest.param([b'data: {"choices":[{"delta":{"content" : "x"}}]}\n\n'] * 3, id="spaces"),
     ],
 )
 @pytest.mark.parametrize("frozen", [False, True], ids=["", "frozen"])
@@ -141,8 +147,8 @@ def test_odd_text_in_a_template_line(text: bytes) -> None:
     same(b"".join([template_line(text), *good]))
 
 
-DUPLICATE_DELTA = b'data: {"choices":[{"delta":{"content":"a"},"delta":{"content":"b"}}]}\n'
-DUPLICATE_CONTENT = b'data: {"choices":[{"delta":{"content":"a","content":"b"}}]}\n'
+DUPLICATE_DELTA = b'data: {"choices":[{"delta":{"content":"a"},"delta":{"content":"b"}}]}\n\n'
+DUPLICATE_CONTENT = b'data: {"choices":[{"delta":{"content":"a","content":"b"}}]}\n\n'
 
 
 @pytest.mark.parametrize(
@@ -155,6 +161,8 @@ DUPLICATE_CONTENT = b'data: {"choices":[{"delta":{"content":"a","content":"b"}}]
         pytest.param(b"event: message\n", id="other-field"),
         pytest.param(b"data: [1, 2]\n\n", id="array"),
         pytest.param(b'data: {"error": {"message": "boom"}}\n\n', id="error"),
+        pytest.param(b'event: error\ndata: {"message": "boom"}\n\n', id="error-event"),
+        pytest.param(b'data: {"choices":\ndata: []}\n\n', id="multi-line-data"),
         pytest.param(DUPLICATE_DELTA, id="dup-delta"),
         pytest.param(DUPLICATE_CONTENT, id="dup-content"),
     ],
@@ -207,7 +215,7 @@ def test_template_lines_are_sliced_not_parsed(monkeypatch: pytest.MonkeyPatch) -
         return real_loads(value)
 
     monkeypatch.setattr(orjson, "loads", counting)
-    assert parse_templated(_lines(data), assembly)
+    assert parse_templated(decoded(data)[0], assembly)
     monkeypatch.undo()
     assert assembly.content.text() == "".join(f"w{i} " for i in range(50))
     assert len(parsed) == 6
