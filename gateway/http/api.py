@@ -131,3 +131,12 @@ async def get_quality(request: Request, history: bool = False) -> Response:
         return json_response({"enabled": False, "pairs": []})
     report = quality_report(recorder.book, gateway.prober, now=time.monotonic(), history=history)
     return json_response({"enabled": True, **report})
+
+
+@router.post("/v1/messages/count_tokens")
+async def count_tokens(request: Request) -> Response:
+    """Anthropic's token count of a Messages request. Its module, and the Messages
+    translation it shares with `/v1/messages`, load on the first call."""
+    from gateway.http.anthropic_ingress.count_tokens import count_tokens as counted
+
+    return await counted(request)

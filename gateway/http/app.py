@@ -19,7 +19,6 @@ from gateway.config.root import Config
 from gateway.errors import ClientError, ShuttingDown, SwitchyardError
 from gateway.http.admin.keys import router as admin_router
 from gateway.http.admin.reload import router as reload_router
-from gateway.http.anthropic_ingress.count_tokens import router as count_tokens_router
 from gateway.http.api import router
 from gateway.http.dashboard import router as dashboard_router
 from gateway.http.ingress import PROXY_PATHS, ProxyPath
@@ -134,7 +133,6 @@ def create_app(
         openapi_url="/openapi.json",
     )
     app.include_router(router)
-    app.include_router(count_tokens_router)
     app.include_router(dashboard_router)
     app.include_router(admin_router)
     app.include_router(reload_router)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import orjson
-from fastapi import APIRouter, Request
+from fastapi import Request
 from starlette.responses import Response
 
 from gateway.config.bounds import check_depth
@@ -27,8 +27,6 @@ from gateway.http.responses import json_response
 from gateway.prefix.token_count import TokenCounter
 from gateway.process.service import Gateway
 
-router = APIRouter()
-
 IMAGE_TOKENS = 1_600
 """Anthropic's count for an image of about 1.15 megapixels, the largest it keeps unscaled."""
 
@@ -39,8 +37,8 @@ EXACT_CHARS = 65_536
 """Characters encoded exactly per request (about 5 ms); the rest are estimated."""
 
 
-@router.post("/v1/messages/count_tokens")
 async def count_tokens(request: Request) -> Response:
+    """The handler `gateway.http.api` routes here, importing this module on the first call."""
     gateway: Gateway = request.app.state.gateway
     try:
         MESSAGES.authorize(request.headers, gateway.authorize)

@@ -3,7 +3,9 @@
 Compiling a validator (and checking the schema against its metaschema) costs far more
 than validating one small object, and the same few tool schemas arrive on request after
 request; so validators are cached by the schema's canonical JSON in a bounded LRU. The
-cache memoises a pure function, which is why it may live at module level.
+cache memoises a pure function, which is why it may live at module level. jsonschema is
+imported with the first schema checked: a gateway whose traffic carries no tool schemas
+never loads it.
 """
 
 from __future__ import annotations
@@ -14,9 +16,6 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError, best_match
-from referencing.exceptions import Unresolvable
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
 SCHEMA_CACHE_SIZE = 256
 """Distinct schemas whose validators are kept."""
 _MAX_MESSAGE_CHARS = 160
-# What a schema that passed its metaschema can still raise while validating.
-_VALIDATION_FAULTS = (Unresolvable, re.error, RecursionError)
 
 
 class UnusableSchema(ValueError):
@@ -38,12 +35,16 @@ def schema_violation(schema: Mapping[str, Any], instance: Any) -> str | None:
     Raises `UnusableSchema` when the schema itself is at fault: that is no evidence about
     the backend's answer.
     """
+    from jsonschema.exceptions import best_match
+    from referencing.exceptions import Unresolvable
+
     validator = compiled_validator(schema)
     if validator is None:
         raise UnusableSchema("the schema is not a valid JSON schema")
     try:
         error = best_match(validator.iter_errors(instance))
-    except _VALIDATION_FAULTS as exc:
+    # What a schema that passed its metaschema can still raise while validating.
+    except (Unresolvable, re.error, RecursionError) as exc:
         raise UnusableSchema(f"the schema cannot be applied: {type(exc).__name__}") from exc
     if error is None:
         return None
@@ -81,6 +82,9 @@ def compiled_validator(schema: Mapping[str, Any]) -> Validator | None:
 
 @lru_cache(maxsize=SCHEMA_CACHE_SIZE)
 def _compile(canonical: bytes) -> Validator | None:
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import SchemaError
+
     schema = orjson.loads(canonical)
     if not isinstance(schema, dict):
         return None
