@@ -9,9 +9,7 @@ filled into the settings by the host before opening.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self
-
-import aiohttp
+from typing import TYPE_CHECKING, Any, Self
 
 from providers.base import (
     Deadlines,
@@ -31,6 +29,9 @@ from providers.transport.http_transport import (
     credentials_refused,
 )
 from providers.transport.http_transport import StatusErrorMapper as StatusErrorMapper  # re-exported
+
+if TYPE_CHECKING:
+    import aiohttp
 
 
 async def open_openai_compatible(settings: ProviderSettings) -> OpenAICompatibleProvider:

@@ -95,8 +95,8 @@ DEFAULT_IDLE_KEEPALIVE_S = 4.0
 
 HttpClient = Literal["lean", "aiohttp"]
 """Which client carries a backend's requests: `lean`, Switchyard's keep-alive HTTP/1.1
-client for `http://` URLs (`providers.transport.h1_client`; `https://` and probes still on aiohttp),
-or `aiohttp` for everything."""
+client for `http://` URLs and their health probes (`providers.transport.h1_client`;
+`https://` on aiohttp), or `aiohttp` for everything."""
 
 
 class ProviderSettings(BaseModel):

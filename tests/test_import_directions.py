@@ -321,10 +321,11 @@ _SERVED = """
 import asyncio, sys
 from gateway.config.root import load_config
 from gateway.http.app import create_app
-from gateway.process.service import start_gateway, stop_gateway
+from gateway.process.service import probe_once, start_gateway, stop_gateway
 
 async def main() -> None:
     gateway = await start_gateway(load_config(sys.argv[1]))
+    await probe_once(gateway)
     await stop_gateway(gateway)
 
 create_app
@@ -389,6 +390,7 @@ def test_serving_real_backends_without_a_store_loads_no_emulator_or_database(
     loaded = _modules_after(_SERVED, config)
     assert _heavy(loaded) == []
     assert not any(_within(m, "redis") for m in loaded), "no Redis in this config"
+    assert not any(_within(m, "aiohttp") for m in loaded), "plain HTTP, probes included"
 
 
 def test_an_emulated_backend_loads_the_emulator(tmp_path: Path) -> None:

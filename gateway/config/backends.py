@@ -188,8 +188,9 @@ class BackendConfig(StrictConfig):
     http_client: HttpClient = Field(
         "lean",
         description="`lean`: requests to an `http://` base_url go through Switchyard's own "
-        "keep-alive HTTP/1.1 client (about 60 % of aiohttp's CPU per exchange); `https://`, "
-        "redirects and health probes use aiohttp. `aiohttp`: every request through aiohttp.",
+        "keep-alive HTTP/1.1 client (about 60 % of aiohttp's CPU per exchange), health probes "
+        "and their redirects too; `https://` uses aiohttp. `aiohttp`: every request "
+        "through aiohttp.",
     )
     cache: CacheConfig = CacheConfig()
     timeouts: BackendTimeouts | None = Field(

@@ -60,6 +60,17 @@ class H1Pool:
         """Send a POST and wait for the answer's status and headers (the caller bounds how
         long); the answer's body is read from the response."""
         address, head = self._target(url)
+        request = (b"POST", head, b"content-length: %d\r\n\r\n" % len(body), body)
+        return await self._exchange(address, request, connect_s)
+
+    async def get(self, url: str, connect_s: float) -> H1Response:
+        """Send a GET (a health probe's) and wait for the answer's status and headers."""
+        address, head = self._target(url)
+        return await self._exchange(address, (b"GET", head, b"\r\n"), connect_s)
+
+    async def _exchange(
+        self, address: tuple[str, int], request: tuple[bytes, ...], connect_s: float
+    ) -> H1Response:
         await self._slots.acquire()
         connection: H1Connection | None = None
         try:
@@ -67,7 +78,7 @@ class H1Pool:
             connection.busy = True
             transport = connection.transport
             assert transport is not None
-            transport.writelines((head, b"%d\r\n\r\n" % len(body), body))
+            transport.writelines(request)
             await connection.headers_received()
             return H1Response(self, connection)
         except BaseException:
@@ -121,7 +132,8 @@ class H1Pool:
         return connection
 
     def _target(self, url: str) -> tuple[tuple[str, int], bytes]:
-        """Where `url` goes and the request head up to the content length's value."""
+        """Where `url` goes and its request head after the method, without the blank line
+        that ends it (a POST adds its content length first)."""
         found = self._targets.get(url)
         if found is not None:
             return found
@@ -134,10 +146,9 @@ class H1Pool:
             host = f"[{parts.hostname}]" if parts.port is None else f"[{parts.hostname}]:{port}"
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         head = (
-            f"POST {target} HTTP/1.1\r\nhost: {host}\r\n".encode("latin-1")
+            f" {target} HTTP/1.1\r\nhost: {host}\r\n".encode("latin-1")
             + self._header_lines
             + _basic_auth(parts.username, parts.password, self._has_auth)
-            + b"content-length: "
         )
         if len(self._targets) >= _MAX_TARGETS:
             self._targets.clear()

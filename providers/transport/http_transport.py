@@ -2,9 +2,11 @@
 deadlines, the stall watchdog, Retry-After and rate-limit headers, and the one mapping of
 transport failures.
 
-Plain-HTTP requests (local engines, GPU replicas) go through `providers.transport.h1_client`, a lean
-keep-alive client that costs about 60 % of aiohttp's CPU per exchange; `https://` URLs and
-health probes go through aiohttp (not httpx: a tenth of its CPU per request on this path).
+Plain-HTTP requests and health probes (local engines, GPU replicas) go through
+`providers.transport.h1_client`, a lean keep-alive client that costs about 60 % of
+aiohttp's CPU per exchange; `https://` URLs and probes that follow redirects go through
+aiohttp (not httpx: a tenth of its CPU per request on this path), which is imported when
+first needed: a gateway in front of plain-HTTP engines never loads it.
 Adapters differ only above it: where a request goes, which headers carry the key, how an
 error status reads (`StatusErrorMapper`) and what a health probe's status means
 (`HealthJudge`).
@@ -15,8 +17,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
+from typing import TYPE_CHECKING
+from urllib.parse import urljoin
 
-import aiohttp
 import orjson
 
 from providers.base import Deadlines, HealthResult, UpstreamResponse
@@ -32,7 +35,13 @@ from providers.transport.h1_client import H1Pool
 from providers.transport.http_stream import HttpStream, RawResponse, content_type, too_large
 from providers.transport.upstream_errors import UpstreamErrors
 
+if TYPE_CHECKING:
+    import aiohttp
+
 _MAX_ERROR_BODY_BYTES = 64 * 1024
+_MAX_REDIRECTS = 10
+"""As aiohttp's default, for probes that follow redirects."""
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 StatusErrorMapper = Callable[[int, bytes, float | None], UpstreamError]
 """Turns an error status, its body (the key scrubbed out) and its Retry-After (seconds)
@@ -52,6 +61,8 @@ def backend_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
     """An aiohttp session for talking to backends: no proxy settings from the environment,
     statuses left to the caller, and no cookie jar (a backend's Set-Cookie must not ride
     along on every later client's request; filtering a jar per request costs CPU too)."""
+    import aiohttp
+
     return aiohttp.ClientSession(
         connector=connector,
         trust_env=False,
@@ -101,6 +112,8 @@ class HttpTransport:
     def session(self) -> aiohttp.ClientSession:
         # Created lazily: a session binds to the running loop.
         if self._session is None:
+            import aiohttp
+
             connector = aiohttp.TCPConnector(
                 limit=self._max_connections,
                 limit_per_host=0,
@@ -139,6 +152,10 @@ class HttpTransport:
         self, url: str, timeout_s: float, judge: HealthJudge, *, allow_redirects: bool = False
     ) -> HealthResult:
         """GET `url`: `judge` reads the status; getting none at all is unhealthy."""
+        if self._h1 is not None and url.startswith("http://"):
+            return await self._probe_lean(url, timeout_s, judge, allow_redirects)
+        import aiohttp
+
         try:
             with self.map_upstream_errors():
                 async with self.session.get(
@@ -151,6 +168,30 @@ class HttpTransport:
         except UpstreamError as exc:
             return HealthResult(False, f"probe failed: {exc.message}")
         return judge(status)
+
+    async def _probe_lean(
+        self, url: str, timeout_s: float, judge: HealthJudge, follow: bool
+    ) -> HealthResult:
+        """The probe on the lean client, following plain-HTTP redirects as aiohttp does
+        (at most `_MAX_REDIRECTS`); one to `https://` goes on through aiohttp."""
+        assert self._h1 is not None
+        try:
+            with self.map_upstream_errors():
+                async with asyncio.timeout(timeout_s):
+                    for _ in range(_MAX_REDIRECTS + 1):
+                        response = await self._h1.get(url, timeout_s)
+                        response.close()  # only the status and the location matter
+                        location = response.headers.get("location")
+                        if not (follow and response.status in _REDIRECTS and location):
+                            break
+                        url = urljoin(url, location)
+                        if not url.startswith("http://"):
+                            return await self.probe(url, timeout_s, judge, allow_redirects=True)
+                    else:
+                        return HealthResult(False, "probe failed: too many redirects")
+        except UpstreamError as exc:
+            return HealthResult(False, f"probe failed: {exc.message}")
+        return judge(response.status)
 
     async def close(self) -> None:
         if self._h1 is not None:
@@ -183,6 +224,8 @@ class HttpTransport:
         # byte is bounded by the caller, the gaps after it by the stream's watchdog.
         if self._h1 is not None and url.startswith("http://"):
             return await self._h1.post(url, body, deadlines.connect_s)
+        import aiohttp
+
         return await self.session.post(
             url,
             data=body,

@@ -1,11 +1,12 @@
 """Transport exceptions (aiohttp's, the lean client's, the socket's) as the UpstreamError
-tree (providers/errors.py), for one backend: what `HttpTransport.map_upstream_errors` gives."""
+tree (providers/errors.py), for one backend: what `HttpTransport.map_upstream_errors` gives.
+aiohttp's are looked for only once something imported aiohttp (no aiohttp error can exist
+before), so mapping does not load it."""
 
 from __future__ import annotations
 
+import sys
 from typing import Literal
-
-import aiohttp
 
 from providers.errors import (
     UpstreamConnectError,
@@ -38,16 +39,24 @@ class UpstreamErrors:
     def mapped(self, exc: BaseException) -> UpstreamError | None:
         """`exc` as an UpstreamError; None when it is not a transport failure."""
         name = self._name
-        if isinstance(exc, (TimeoutError, aiohttp.ServerTimeoutError)):
-            connecting = (aiohttp.ConnectionTimeoutError, H1ConnectTimeout)
-            phase = "connect" if isinstance(exc, connecting) else "response"
+        if isinstance(exc, TimeoutError) or _aiohttp_error(exc, "ServerTimeoutError"):
+            connecting = isinstance(exc, H1ConnectTimeout) or _aiohttp_error(
+                exc, "ConnectionTimeoutError"
+            )
+            phase = "connect" if connecting else "response"
             return UpstreamTimeout(f"backend {name} timed out ({phase})", backend=name)
-        if isinstance(exc, (aiohttp.ClientConnectorError, H1ConnectError)):
+        if isinstance(exc, H1ConnectError) or _aiohttp_error(exc, "ClientConnectorError"):
             return UpstreamConnectError(
                 f"cannot connect to backend {name}: {type(exc).__name__}", backend=name
             )
-        if isinstance(exc, (aiohttp.ClientError, OSError)):
+        if isinstance(exc, OSError) or _aiohttp_error(exc, "ClientError"):
             return UpstreamProtocolError(
                 f"backend {name} broke the connection: {type(exc).__name__}", backend=name
             )
         return None
+
+
+def _aiohttp_error(exc: BaseException, kind: str) -> bool:
+    """Whether `exc` is aiohttp's `kind` of error; never, while aiohttp is not loaded."""
+    aiohttp = sys.modules.get("aiohttp")
+    return aiohttp is not None and isinstance(exc, getattr(aiohttp, kind))

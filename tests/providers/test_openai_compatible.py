@@ -224,3 +224,25 @@ async def test_a_stream_opening_with_an_error_event_is_a_retryable_error(
         await provider.open_stream(chat(stream=True), DEADLINES)
     assert raised.value.retryable and raised.value.code == "upstream_stream_error"
     assert "engine died" not in raised.value.message, "the event is not quoted"
+
+
+async def test_the_probe_follows_plain_http_redirects_on_the_lean_client(
+    upstream: ScriptedServer, provider: OpenAICompatibleProvider
+) -> None:
+    """As aiohttp did for the probe: a redirect is followed (GET again, at the new place)."""
+    upstream.reply(Reply(302, b"", {"location": "/v1/moved"}), Reply(200, b"{}"))
+    result = await provider.health(timeout_s=2.0)
+    assert (result.healthy, result.reason) == (True, "probe ok (HTTP 200)")
+    assert [(seen.method, seen.path) for seen in upstream.seen] == [
+        ("GET", "/v1/models"),
+        ("GET", "/v1/moved"),
+    ]
+
+
+async def test_a_probe_sent_round_in_circles_is_unhealthy(
+    upstream: ScriptedServer, provider: OpenAICompatibleProvider
+) -> None:
+    upstream.reply(*[Reply(307, b"", {"location": "/v1/models"}) for _ in range(11)])
+    result = await provider.health(timeout_s=2.0)
+    assert (result.healthy, result.reason) == (False, "probe failed: too many redirects")
+    assert len(upstream.seen) == 11

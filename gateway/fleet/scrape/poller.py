@@ -23,15 +23,16 @@ import asyncio
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, ClassVar, Generic, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
-
-import aiohttp
 
 from gateway.fleet.state import FleetState
 from gateway.process.tasks import cancel_and_wait, sleep_to_beat
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S
 from providers.transport.http_transport import backend_session
+
+if TYPE_CHECKING:
+    import aiohttp
 
 _READ_CHUNK_BYTES = 64 * 1024
 
@@ -113,6 +114,8 @@ class Poller(ABC, Generic[TargetT]):
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
+            import aiohttp  # with the first poll: a config without polls never loads it
+
             connector = aiohttp.TCPConnector(
                 limit=max(1, len(self.targets)), keepalive_timeout=DEFAULT_IDLE_KEEPALIVE_S
             )
@@ -208,6 +211,8 @@ async def fetch_bounded(
     """GET `url` (no redirects followed) and its body; raises ScrapeError on any transport
     failure, a status other than 200, a body over `max_body_bytes` or the deadline of
     `timeout_s` for the whole exchange."""
+    import aiohttp
+
     try:
         async with (
             asyncio.timeout(timeout_s),
