@@ -96,6 +96,8 @@ def _uvicorn_options(
         # The same set-up in every worker: quiet libraries, one line per request.
         "log_config": serve_logging_config(args.log_level, config.telemetry.access_log),
         "access_log": False,
+        # No WebSocket route: uvicorn need not load its WebSocket protocol (nor accept one).
+        "ws": "none",
         # The drain (SIGTERM/SIGINT) runs first and leaves nothing open; this bounds the
         # connections left when a signal comes before the drain is set up.
         "timeout_graceful_shutdown": math.ceil(config.server.shutdown_drain_s + CUT_GRACE_S),

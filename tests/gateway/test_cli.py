@@ -545,3 +545,14 @@ def test_emulate_serves_chat_and_stops_cleanly(tmp_path: Path) -> None:
         assert_stopped_gracefully(proc)
     assert f"emulator listening on {base}/v1" in log.read_text()
     assert port_is_free(port)
+
+
+def test_serve_asks_uvicorn_for_no_websocket_protocol() -> None:
+    """The gateway has no WebSocket route: uvicorn loads none of its protocols (and a client
+    asking to upgrade gets a plain HTTP answer)."""
+    from gateway import cli
+
+    args = cli.build_parser("serve").parse_args(["serve"])
+    config = cli._load(None)
+    options = cli._uvicorn_options(args, config, "127.0.0.1", 8080)
+    assert options["ws"] == "none"
