@@ -150,20 +150,23 @@ async def poll_forever(
     targets: Sequence[T],
     poll: Callable[[T], Awaitable[object]],
     interval_s: Callable[[T], float],
+    *,
+    clock: Callable[[], float] | None = None,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
 ) -> None:
     """Poll every target every `interval_s(target)`, the ones due together; never returns
-    unless there is no target."""
+    unless there is no target. `clock`: the event loop's unless given."""
     if not targets:
         return
-    loop = asyncio.get_running_loop()
-    due = [loop.time()] * len(targets)
+    now_s = clock or asyncio.get_running_loop().time
+    due = [now_s()] * len(targets)
     while True:
-        now = loop.time()
+        now = now_s()
         ready = [i for i, at in enumerate(due) if at <= now]
         await asyncio.gather(*(poll(targets[i]) for i in ready))
         for i in ready:
             due[i] = now + interval_s(targets[i])
-        await asyncio.sleep(max(0.0, min(due) - loop.time()))
+        await sleep(max(0.0, min(due) - now_s()))
 
 
 class EngineScraper:

@@ -23,10 +23,11 @@ from gateway.fleet.scrape.engine_scrape import (
     EngineScraper,
     ScrapeTarget,
     metrics_url,
+    poll_forever,
     scrape_targets,
 )
 from gateway.fleet.state import FleetState
-from tests.conftest import StartEmulator, StartGateway, make_config
+from tests.conftest import StartEmulator, StartGateway, eventually, make_config
 from tests.gateway.processes import free_port
 
 VLLM_TEXT = 'vllm:num_requests_running{model_name="m"} 5\nvllm:num_requests_waiting 2\n'
@@ -192,10 +193,12 @@ def _fast(**fields: Any) -> MetricsConfig:
 
 
 class FakeEngine:
-    """A /metrics endpoint whose answer a test sets: (status, body, delay)."""
+    """A /metrics endpoint whose answer a test sets: (status, body, hangs); one that hangs
+    answers once `released` is set (at the end of the test)."""
 
     def __init__(self) -> None:
-        self.answer: tuple[int, str, float] = (200, VLLM_TEXT, 0.0)
+        self.answer: tuple[int, str, bool] = (200, VLLM_TEXT, False)
+        self.released = asyncio.Event()
         self.headers: list[dict[str, str]] = []
         self.app = Starlette(
             routes=[
@@ -206,8 +209,9 @@ class FakeEngine:
 
     async def metrics(self, request: Request) -> Response:
         self.headers.append(dict(request.headers))
-        status, body, delay = self.answer
-        await asyncio.sleep(delay)
+        status, body, hangs = self.answer
+        if hangs:
+            await self.released.wait()
         return PlainTextResponse(body, status_code=status)
 
     async def moved(self, request: Request) -> Response:
@@ -220,6 +224,7 @@ async def fake_engine() -> AsyncIterator[tuple[FakeEngine, str]]:
     server = LoopbackServer(engine.app, lifespan="off")
     await server.start()
     yield engine, server.url
+    engine.released.set()
     await server.stop()
 
 
@@ -242,19 +247,19 @@ async def scrape() -> AsyncIterator[Callable[[str], tuple[EngineScraper, ScrapeT
 @pytest.mark.parametrize(
     ("answer", "path", "error"),
     [
-        ((200, VLLM_TEXT, 0.0), "/metrics", ""),
-        ((404, "Not Found", 0.0), "/metrics", "HTTP 404"),
-        ((500, VLLM_TEXT, 0.0), "/metrics", "HTTP 500"),
-        ((200, VLLM_TEXT, 1.0), "/metrics", "no answer within 0.3s"),
-        ((200, "up 1\n", 0.0), "/metrics", "no known engine metrics in the response"),
-        ((200, "x" * 5000, 0.0), "/metrics", "body of 5,000 bytes is over 1,024"),
-        ((200, VLLM_TEXT, 0.0), "/moved", "HTTP 302"),  # redirects are not followed
+        ((200, VLLM_TEXT, False), "/metrics", ""),
+        ((404, "Not Found", False), "/metrics", "HTTP 404"),
+        ((500, VLLM_TEXT, False), "/metrics", "HTTP 500"),
+        ((200, VLLM_TEXT, True), "/metrics", "no answer within 0.3s"),
+        ((200, "up 1\n", False), "/metrics", "no known engine metrics in the response"),
+        ((200, "x" * 5000, False), "/metrics", "body of 5,000 bytes is over 1,024"),
+        ((200, VLLM_TEXT, False), "/moved", "HTTP 302"),  # redirects are not followed
     ],
 )
 async def test_scrape_outcomes(
     fake_engine: tuple[FakeEngine, str],
     scrape: Callable[..., tuple[EngineScraper, ScrapeTarget]],
-    answer: tuple[int, str, float],
+    answer: tuple[int, str, bool],
     path: str,
     error: str,
 ) -> None:
@@ -285,10 +290,10 @@ async def test_failures_are_logged_once_and_recovery_once(
     engine, url = fake_engine
     scraper, target = scrape("http://user:s3cret@" + url.removeprefix("http://") + "/metrics")
     caplog.set_level(logging.DEBUG, logger="switchyard.engine_metrics")
-    engine.answer = (503, "busy", 0.0)
+    engine.answer = (503, "busy", False)
     for _ in range(5):
         await scraper.scrape_once(target)
-    engine.answer = (200, VLLM_TEXT, 0.0)
+    engine.answer = (200, VLLM_TEXT, False)
     await scraper.scrape_once(target)
     await scraper.scrape_once(target)
     levels = [(r.levelname, r.getMessage()) for r in caplog.records]
@@ -351,19 +356,64 @@ async def _until(
     raise AssertionError(f"last reading: {load}")
 
 
-async def test_poller_runs_on_its_interval_and_stops(
+async def test_poller_runs_until_stopped(
     fake_engine: tuple[FakeEngine, str],
     scrape: Callable[..., tuple[EngineScraper, ScrapeTarget]],
 ) -> None:
     engine, url = fake_engine
     scraper, _ = scrape(url + "/metrics")
     scraper.start()
-    await asyncio.sleep(0.5)
+
+    async def scraped_thrice() -> bool:
+        return len(engine.headers) >= 3
+
+    await eventually(scraped_thrice, "three scrapes, one every 0.05 s")
     await scraper.stop()
-    scrapes = len(engine.headers)
-    assert 3 <= scrapes <= 12, "every 0.05 s for 0.5 s"
-    await asyncio.sleep(0.2)
-    assert len(engine.headers) == scrapes, "stopped"
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "engine-metrics"], "stopped"
+
+
+class _Enough(Exception):
+    """Ends `poll_forever`, which never returns, after the rounds a test wants."""
+
+
+@pytest.mark.parametrize(
+    ("intervals", "poll_s", "rounds"),
+    [
+        pytest.param(
+            {"a": 1.0, "b": 2.5},
+            0.0,
+            [(0.0, ["a", "b"]), (1.0, ["a"]), (2.0, ["a"]), (2.5, ["b"]), (3.0, ["a"])],
+            id="each-on-its-interval-the-due-together",
+        ),
+        pytest.param(
+            {"a": 1.0},
+            0.25,
+            [(0.0, ["a"]), (1.0, ["a"]), (2.0, ["a"])],
+            id="an-interval-counts-from-the-start-of-the-last-poll",
+        ),
+    ],
+)
+async def test_poll_forever_polls_each_target_on_its_interval(
+    intervals: dict[str, float], poll_s: float, rounds: list[tuple[float, list[str]]]
+) -> None:
+    now = [0.0]
+    polled: dict[float, list[str]] = {}
+
+    async def poll(target: str) -> None:
+        polled.setdefault(now[0], []).append(target)
+        if target == next(iter(intervals)):
+            now[0] += poll_s  # the round's polls run together: as long as the slowest
+
+    async def sleep(seconds: float) -> None:
+        if len(polled) == len(rounds):
+            raise _Enough
+        now[0] += seconds
+
+    with pytest.raises(_Enough):
+        await poll_forever(
+            list(intervals), poll, intervals.__getitem__, clock=lambda: now[0], sleep=sleep
+        )
+    assert list(polled.items()) == rounds
 
 
 # -- the gateway end to end
