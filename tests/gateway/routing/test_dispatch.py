@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import orjson
 
-from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
 
 CHAT: dict[str, Any] = {
     "model": "default",
@@ -258,8 +258,11 @@ async def test_in_flight_is_counted_while_requests_run(
         asyncio.create_task(gw.client.post("/v1/chat/completions", json={**CHAT, "max_tokens": 20}))
         for _ in range(5)
     ]
-    await asyncio.sleep(0.2)
-    assert gw.gateway.state.in_flight("only") == 5
+
+    async def all_in_flight() -> bool:  # each takes 20 tokens x 20 ms
+        return gw.gateway.state.in_flight("only") == 5
+
+    await eventually(all_in_flight, "5 requests in flight at once")
     for response in await asyncio.gather(*tasks):
         assert response.status_code == 200
     assert_idle(gw)
@@ -272,9 +275,12 @@ async def test_active_probe_marks_a_dead_backend_unhealthy(
     config = make_config({"a-dead": closed_port_url(), "b-live": live.base_url})
     config["health"] = {"active_probes": True, "probe_interval_s": 0.05}
     gw = await start_gateway(config)
-    await asyncio.sleep(0.2)
+
+    async def probed() -> bool:
+        return not next(b for b in gw.gateway.state.describe() if b["name"] == "a-dead")["healthy"]
+
+    await eventually(probed, "the dead backend probed unhealthy")
     backends = {b["name"]: b for b in gw.gateway.state.describe()}
-    assert not backends["a-dead"]["healthy"]
     assert "probe failed" in str(backends["a-dead"]["health_reason"])
     assert backends["b-live"]["healthy"]
     ready = await gw.client.get("/readyz")
