@@ -109,6 +109,35 @@ def parsed(config: dict[str, Any]) -> Config:
     return parse_config(config)
 
 
+@pytest.fixture
+async def virtual_time() -> AsyncIterator[None]:
+    """The event loop's clock skips ahead to the next timer whenever nothing is ready to
+    run: `asyncio.sleep`, timeouts and `loop.time()` follow it, and a test of schedules and
+    deadlines takes no real time. Only for tests without real I/O or threads, whose waits
+    it would skip too. (The idea of aiotools' VirtualClock, on the loop's selector.)"""
+    loop = asyncio.get_running_loop()
+    selector = getattr(loop, "_selector", None)
+    if selector is None:
+        pytest.skip("virtual time needs a selector event loop")
+    select, real_time = selector.select, loop.time
+    skipped = 0.0
+
+    def skipping_select(timeout: float | None = None) -> Any:
+        nonlocal skipped
+        ready = select(0)
+        if not ready and timeout:
+            skipped += timeout  # the loop asked to wait this long for the next timer
+        return ready
+
+    loop.time = lambda: real_time() + skipped  # type: ignore[method-assign]
+    selector.select = skipping_select
+    try:
+        yield
+    finally:
+        selector.select = select
+        del loop.time
+
+
 async def eventually(
     check: Callable[[], Awaitable[bool]], what: str, within_s: float = 5.0
 ) -> None:
