@@ -61,6 +61,8 @@ class ScriptedServer:
     def __init__(self, *, piece_gap_s: float = 0.0) -> None:
         self.replies: list[Reply] = []
         self.seen: list[Seen] = []
+        self.played = asyncio.Event()
+        """Set once a streamed reply has been written whole."""
         self._piece_gap_s = piece_gap_s
         app = Starlette(routes=[Route("/{path:path}", self._answer, methods=["GET", "POST"])])
         self._server = LoopbackServer(app, lifespan="off")
@@ -107,6 +109,7 @@ class ScriptedServer:
             yield piece
             if self._piece_gap_s:
                 await asyncio.sleep(self._piece_gap_s)
+        self.played.set()
 
 
 @asynccontextmanager
