@@ -111,25 +111,25 @@ def parsed(config: dict[str, Any]) -> Config:
 
 @pytest.fixture
 async def virtual_time() -> AsyncIterator[None]:
-    """The event loop's clock skips ahead to the next timer whenever nothing is ready to
-    run: `asyncio.sleep`, timeouts and `loop.time()` follow it, and a test of schedules and
-    deadlines takes no real time. Only for tests without real I/O or threads, whose waits
-    it would skip too. (The idea of aiotools' VirtualClock, on the loop's selector.)"""
+    """The event loop's clock stands still while code runs and skips ahead to the next
+    timer whenever nothing is ready: `asyncio.sleep`, timeouts and `loop.time()` follow it,
+    so a test of schedules and deadlines takes no real time and sees exact times. Only for
+    tests without real I/O or threads, whose waits it would skip too. (The idea of
+    aiotools' VirtualClock, on the loop's selector.)"""
     loop = asyncio.get_running_loop()
     selector = getattr(loop, "_selector", None)
     if selector is None:
         pytest.skip("virtual time needs a selector event loop")
-    select, real_time = selector.select, loop.time
-    skipped = 0.0
+    select, now = selector.select, loop.time()
 
     def skipping_select(timeout: float | None = None) -> Any:
-        nonlocal skipped
+        nonlocal now
         ready = select(0)
         if not ready and timeout:
-            skipped += timeout  # the loop asked to wait this long for the next timer
+            now += timeout  # the loop asked to wait this long for the next timer
         return ready
 
-    loop.time = lambda: real_time() + skipped  # type: ignore[method-assign]
+    loop.time = lambda: now  # type: ignore[method-assign]
     selector.select = skipping_select
     try:
         yield
