@@ -138,6 +138,16 @@ async def virtual_time() -> AsyncIterator[None]:
         del loop.time
 
 
+def until(check: Callable[[], object], what: str, within_s: float = 20.0) -> None:
+    """`eventually` for blocking code (threads, processes): wait until `check()` holds;
+    fail naming `what` after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within_s}s: {what}")
+        time.sleep(0.05)
+
+
 async def eventually(
     check: Callable[[], Awaitable[bool]], what: str, within_s: float = 5.0
 ) -> None:

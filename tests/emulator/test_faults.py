@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 
 import httpx
 import pytest
 
+from tests.conftest import eventually
 from tests.emulator.conftest import (
     StartEmulator,
     chat_request,
@@ -184,10 +184,12 @@ async def _wait_for(
     http: httpx.AsyncClient, condition: Callable[[dict[str, int]], bool]
 ) -> dict[str, int]:
     """Poll the counters until ``condition`` holds; cancellation is noticed asynchronously."""
-    deadline = time.monotonic() + 5
-    counters = await stats(http)
-    while not condition(counters) and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-        counters = await stats(http)
-    assert condition(counters), counters
+    counters: dict[str, int] = {}
+
+    async def held() -> bool:
+        nonlocal counters
+        counters = await stats(http)  # type: ignore[assignment]
+        return condition(counters)
+
+    await eventually(held, "the counters wanted")
     return counters

@@ -9,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -78,15 +78,6 @@ def wait_ready(
                 pass
             assert time.monotonic() < deadline, f"not ready in time:\n{log.read_text()}"
             time.sleep(0.05)
-
-
-def until(check: Callable[[], object], what: str, within_s: float = START_TIMEOUT_S) -> None:
-    """Wait until `check()` holds; fail naming `what` after `within_s` (for a process
-    test's blocking code what `tests.conftest.eventually` is for a coroutine)."""
-    deadline = time.monotonic() + within_s
-    while not check():
-        assert time.monotonic() < deadline, f"not within {within_s}s: {what}"
-        time.sleep(0.05)
 
 
 def port_is_free(port: int) -> bool:

@@ -23,14 +23,13 @@ import pytest
 import yaml
 
 from gateway.cli import embedded_config_path, main
-from tests.conftest import make_config
+from tests.conftest import make_config, until
 from tests.gateway.processes import (
     START_TIMEOUT_S,
     free_port,
     port_is_free,
     running,
     stop,
-    until,
     wait_ready,
 )
 

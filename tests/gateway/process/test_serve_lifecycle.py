@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.gateway.processes import free_port, running, until, wait_ready
+from tests.conftest import until
+from tests.gateway.processes import free_port, running, wait_ready
 
 CONFIG: dict[str, Any] = {
     "server": {"shutdown_drain_s": 1.0},

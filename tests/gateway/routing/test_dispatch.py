@@ -5,11 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import orjson
 
+from emulator.server import EmulatorServer
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
 
 CHAT: dict[str, Any] = {
@@ -41,12 +43,18 @@ def assert_idle(gw: RunningGateway) -> None:
         assert backend["in_flight"] == 0, backend
 
 
-async def wait_idle(gw: RunningGateway, timeout_s: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout_s
-    while any(b["in_flight"] for b in gw.gateway.state.describe()):
-        assert loop.time() < end, gw.gateway.state.describe()
-        await asyncio.sleep(0.02)
+async def wait_idle(gw: RunningGateway) -> None:
+    async def idle() -> bool:
+        return not any(b["in_flight"] for b in gw.gateway.state.describe())
+
+    await eventually(idle, "every backend idle")
+
+
+def cancelled_upstream(engine: EmulatorServer) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return engine.runtime.stats.cancelled > 0
+
+    return check
 
 
 def sse_events(body: bytes) -> list[bytes]:
@@ -209,10 +217,7 @@ async def test_client_disconnect_mid_stream_cancels_upstream(
         async for _ in response.aiter_bytes():
             break
     await wait_idle(gw)
-    for _ in range(100):
-        if engine.runtime.stats.cancelled:
-            break
-        await asyncio.sleep(0.02)
+    await eventually(cancelled_upstream(engine), "the upstream request cancelled")
     assert engine.runtime.stats.cancelled == 1
     assert engine.runtime.stats.completed == 0
 
@@ -226,10 +231,7 @@ async def test_client_disconnect_before_response_cancels_upstream(
         with contextlib.suppress(httpx.ReadTimeout):
             await client.post("/v1/chat/completions", json={**CHAT, "max_tokens": 200})
     await wait_idle(gw)
-    for _ in range(100):
-        if engine.runtime.stats.cancelled:
-            break
-        await asyncio.sleep(0.02)
+    await eventually(cancelled_upstream(engine), "the upstream request cancelled")
     assert engine.runtime.stats.cancelled == 1
 
 

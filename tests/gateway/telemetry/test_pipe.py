@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 
 import pytest
 
 from gateway.telemetry import pipe as pipe_module
 from gateway.telemetry.pipe import TelemetryPipe
 from gateway.telemetry.record import RequestRecord
+from tests.conftest import until
 from tests.gateway.telemetry.builders import record
 
 
@@ -117,10 +117,8 @@ def test_the_thread_gathers_a_batch_and_a_full_batch_goes_at_once(
         assert pipe.consumed == 0
         for at in range(5, 8):
             pipe.emit(record(at=float(at)))
-        deadline = time.monotonic() + 30
-        while pipe.consumed < 8 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert pipe.consumed == 8  # the eighth record ended the gathering
+        until(lambda: pipe.consumed >= 8, "the eighth record ends the gathering")
+        assert pipe.consumed == 8
         pipe.emit(record(at=8.0))
     finally:
         pipe.stop(timeout_s=30)

@@ -9,7 +9,8 @@ from pathlib import Path
 import httpx
 import yaml
 
-from tests.gateway.processes import free_port, running, until, wait_ready
+from tests.conftest import until
+from tests.gateway.processes import free_port, running, wait_ready
 from tests.gateway.telemetry.test_metrics_endpoint import samples, total
 
 CONFIG = {

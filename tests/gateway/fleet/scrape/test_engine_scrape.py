@@ -348,12 +348,17 @@ async def test_emulator_queue_is_seen(
 async def _until(
     scraper: EngineScraper, target: ScrapeTarget, done: Callable[[EngineLoad], bool]
 ) -> EngineLoad:
-    for _ in range(200):
+    """Scrape until a reading is `done`; that reading."""
+    load: EngineLoad | None = None
+
+    async def read() -> bool:
+        nonlocal load
         load = await scraper.scrape_once(target)
-        if load is not None and done(load):
-            return load
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"last reading: {load}")
+        return load is not None and done(load)
+
+    await eventually(read, "the reading wanted")
+    assert load is not None
+    return load
 
 
 async def test_poller_runs_until_stopped(
@@ -462,13 +467,18 @@ async def test_gateway_routes_around_load_it_did_not_send(
 async def _engine_seen(
     client: httpx.AsyncClient, name: str, done: Callable[[dict[str, Any]], bool]
 ) -> dict[str, Any]:
-    for _ in range(200):
+    """The gateway's view of backend `name`'s engine once it is fresh and `done`."""
+    engine: dict[str, Any] | None = None
+
+    async def seen() -> bool:
+        nonlocal engine
         backends = (await client.get("/v1/switchyard/backends")).json()["backends"]
-        engine: dict[str, Any] | None = next(b for b in backends if b["name"] == name)["engine"]
-        if engine is not None and engine["fresh"] and done(engine):
-            return engine
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{name}: last seen {engine}")
+        engine = next(b for b in backends if b["name"] == name)["engine"]
+        return engine is not None and bool(engine["fresh"]) and done(engine)
+
+    await eventually(seen, f"{name}'s engine as wanted")
+    assert engine is not None
+    return engine
 
 
 async def test_emulated_backend_is_scraped_and_shown(start_gateway: StartGateway) -> None:

@@ -404,8 +404,7 @@ def _two_llama_cpp_backends(small_url: str, big_url: str) -> dict[str, Any]:
 
 
 async def _until(views: Callable[[], dict[str, Any]], what: str) -> None:
-    for _ in range(200):
-        if all(v.context_window_tokens is not None for v in views().values()):
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"not seen: {what}")
+    async def learnt() -> bool:
+        return all(v.context_window_tokens is not None for v in views().values())
+
+    await eventually(learnt, what)
