@@ -109,6 +109,45 @@ def parsed(config: dict[str, Any]) -> Config:
     return parse_config(config)
 
 
+@pytest.fixture
+async def virtual_time() -> AsyncIterator[None]:
+    """The event loop's clock stands still while code runs and skips ahead to the next
+    timer whenever nothing is ready: `asyncio.sleep`, timeouts and `loop.time()` follow it,
+    so a test of schedules and deadlines takes no real time and sees exact times. Only for
+    tests without real I/O or threads, whose waits it would skip too. (The idea of
+    aiotools' VirtualClock, on the loop's selector.)"""
+    loop = asyncio.get_running_loop()
+    selector = getattr(loop, "_selector", None)
+    if selector is None:
+        pytest.skip("virtual time needs a selector event loop")
+    select, now = selector.select, loop.time()
+
+    def skipping_select(timeout: float | None = None) -> Any:
+        nonlocal now
+        ready = select(0)
+        if not ready and timeout:
+            now += timeout  # the loop asked to wait this long for the next timer
+        return ready
+
+    loop.time = lambda: now  # type: ignore[method-assign]
+    selector.select = skipping_select
+    try:
+        yield
+    finally:
+        selector.select = select
+        del loop.time
+
+
+def until(check: Callable[[], object], what: str, within_s: float = 20.0) -> None:
+    """`eventually` for blocking code (threads, processes): wait until `check()` holds;
+    fail naming `what` after `within_s`."""
+    deadline = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {within_s}s: {what}")
+        time.sleep(0.05)
+
+
 async def eventually(
     check: Callable[[], Awaitable[bool]], what: str, within_s: float = 5.0
 ) -> None:

@@ -68,19 +68,21 @@ class _Graph:
         time_scale: float,
         on_result: OnResult | None,
         group: asyncio.TaskGroup,
+        clock: Callable[[], float],
     ) -> None:
         self._children = children
         self._transport = transport
         self._scale = time_scale
         self._on_result = on_result
         self._group = group
+        self._clock = clock
         self.results: dict[str, RequestResult] = {}
 
     def launch(self, request: TraceRequest, due_at: float) -> None:
         self._group.create_task(self._run(request, due_at), name=f"replay-{request.id}")
 
     async def _run(self, request: TraceRequest, due_at: float) -> None:
-        delay = due_at - time.perf_counter()
+        delay = due_at - self._clock()
         if delay > 0:
             await asyncio.sleep(delay)
         result = await self._transport.send(request)
@@ -89,7 +91,7 @@ class _Graph:
         if self._on_result is not None:
             self._on_result(result)
         # Failed or not, the parent is over: its children go ahead so the graph completes.
-        ended = time.perf_counter()
+        ended = self._clock()
         for child in self._children.get(request.id, ()):
             self.launch(child, ended + (child.after_s or 0.0) * self._scale)
 
@@ -100,19 +102,21 @@ async def replay(
     *,
     time_scale: float,
     on_result: OnResult | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> ReplayRun:
-    """Send every request of `requests` (a dependency-closed set) and wait for all."""
+    """Send every request of `requests` (a dependency-closed set) and wait for all.
+    `clock`: the one the transport's times are on."""
     included = {r.id for r in requests}
     children: dict[str, list[TraceRequest]] = {}
     for request in requests:
         if request.parent is not None and request.parent in included:
             children.setdefault(request.parent, []).append(request)
-    started = time.perf_counter()
+    started = clock()
     async with asyncio.TaskGroup() as group:
-        graph = _Graph(children, transport, time_scale, on_result, group)
+        graph = _Graph(children, transport, time_scale, on_result, group, clock)
         for request in requests:
             if request.start_s is not None:
                 graph.launch(request, started + request.start_s * time_scale)
-    finished = time.perf_counter()
+    finished = clock()
     ordered = tuple(graph.results[r.id] for r in requests if r.id in graph.results)
     return ReplayRun(ordered, started, finished, time_scale)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from urllib.parse import unquote, urlsplit
 
 from providers.transport.h1_connection import (
@@ -42,7 +42,12 @@ class H1Pool:
     request."""
 
     def __init__(
-        self, headers: Mapping[str, str], *, max_connections: int, idle_keepalive_s: float
+        self,
+        headers: Mapping[str, str],
+        *,
+        max_connections: int,
+        idle_keepalive_s: float,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._header_lines = b"".join(
             f"{name}: {value}\r\n".encode("latin-1")
@@ -51,6 +56,7 @@ class H1Pool:
         )
         self._has_auth = any(name.lower() == "authorization" for name in headers)
         self._idle_keepalive_s = idle_keepalive_s
+        self._clock = clock
         self._slots = asyncio.Semaphore(max_connections)
         self._idle: dict[tuple[str, int], list[H1Connection]] = {}
         self._targets: dict[str, tuple[tuple[str, int], bytes]] = {}
@@ -96,7 +102,7 @@ class H1Pool:
         if not connection.reusable or self._closed:
             connection.abort()
             return
-        connection.idle_since = time.monotonic()
+        connection.idle_since = self._clock()
         connection.reset()
         self._idle.setdefault(connection.address, []).append(connection)
 
@@ -110,7 +116,7 @@ class H1Pool:
 
     def _reuse(self, address: tuple[str, int]) -> H1Connection | None:
         idle = self._idle.get(address)
-        now = time.monotonic()
+        now = self._clock()
         while idle:
             connection = idle.pop()
             if not connection.closed and now - connection.idle_since < self._idle_keepalive_s:

@@ -13,6 +13,7 @@ import pytest
 from emulator.fleet import EmulatorFleet
 from emulator.loopback import bind_loopback
 from emulator.settings import EmulatorSettings
+from tests.conftest import eventually
 from tests.emulator.conftest import (
     StartEmulator,
     chat_request,
@@ -182,10 +183,11 @@ async def test_client_leaving_frees_its_sequence(start_emulator: StartEmulator) 
             while not (await anext(lines)).startswith("data: "):
                 pass
             assert engine.scheduler.running == 1
-        for _ in range(200):
-            if (await stats(http))["cancelled"]:
-                break
-            await asyncio.sleep(0.01)
+
+        async def cancelled() -> bool:
+            return bool((await stats(http))["cancelled"])
+
+        await eventually(cancelled, "the stream cancelled")
         assert (await http.get(control_url(http, "stats"))).json()["requests_running"] == 0
     assert engine.cache.pinned_blocks == 0
     assert engine.cache.cached_blocks > 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from itertools import groupby
@@ -12,8 +11,10 @@ import httpx
 import orjson
 import pytest
 
+from emulator import inference_path
 from emulator.content.tool_faults import ToolFault, corrupt_tool_call
 from emulator.request_parsing import ToolSpec
+from emulator.timed_response import TimedResponse
 from tests.emulator.conftest import (
     MODEL,
     StartEmulator,
@@ -225,16 +226,27 @@ async def test_loop_fills_max_tokens(start_emulator: StartEmulator) -> None:
     assert text == choice["message"]["content"]
 
 
-async def test_latency_spike_waits_scaled_time(start_emulator: StartEmulator) -> None:
+async def test_latency_spike_adds_scaled_time_before_the_first_byte(
+    start_emulator: StartEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What each response is planned to wait before its first byte; the wait itself is the
+    # stall's (test_faults.py), so it is not waited out here.
+    stalls: list[float] = []
+
+    class Planned(TimedResponse):
+        def __init__(self, *, stall_s: float = 0.0, **fields: Any) -> None:
+            stalls.append(stall_s)
+            super().__init__(**fields)
+
+    monkeypatch.setattr(inference_path, "TimedResponse", Planned)
     faults = {"latency_spike_rate": 1.0, "latency_spike_s": 0.6}
     server = await start_emulator(faults=faults, time_scale=0.5)
     embeddings = {"model": MODEL, "input": "x"}
     async with httpx.AsyncClient(base_url=server.base_url) as http:
         for path, body in [("/chat/completions", chat_request()), ("/embeddings", embeddings)]:
-            started = time.perf_counter()
             assert (await http.post(path, json=body)).status_code == 200
-            assert time.perf_counter() - started >= 0.28
         assert (await stats(http))["injected_latency_spikes"] == 2
+    assert stalls == [pytest.approx(0.3)] * 2
 
 
 async def test_error_burst_fails_exactly_its_length(start_emulator: StartEmulator) -> None:

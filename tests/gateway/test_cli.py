@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from gateway.cli import embedded_config_path, main
-from tests.conftest import make_config
+from tests.conftest import make_config, until
 from tests.gateway.processes import (
     START_TIMEOUT_S,
     free_port,
@@ -396,15 +396,12 @@ def test_serve_runs_the_embedded_config_and_stops_cleanly(tmp_path: Path) -> Non
             assert text == reply.choices[0].message.content
         with httpx.Client(trust_env=False, base_url=f"http://127.0.0.1:{port}") as http:
             # The embedded example's demo traffic keeps the dashboard live from the start.
-            seen = 0
-            for _ in range(50):
-                data = http.get("/v1/switchyard/dashboard").json()
-                seen = data["fleet"]["summary"]["requests"]
-                if seen >= 4:
-                    break
-                time.sleep(0.2)
-            assert seen >= 4
-            assert data["store"]["up"] is True
+            def dashboard() -> dict[str, Any]:
+                data: dict[str, Any] = http.get("/v1/switchyard/dashboard").json()
+                return data
+
+            until(lambda: dashboard()["fleet"]["summary"]["requests"] >= 4, "4 requests shown")
+            assert dashboard()["store"]["up"] is True
         assert_stopped_gracefully(proc)
 
     assert "Application shutdown complete" in log.read_text()

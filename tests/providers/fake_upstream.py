@@ -10,6 +10,7 @@ subclasses it to answer some endpoints itself (`next_reply`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -61,7 +62,10 @@ class ScriptedServer:
     def __init__(self, *, piece_gap_s: float = 0.0) -> None:
         self.replies: list[Reply] = []
         self.seen: list[Seen] = []
+        self.played = asyncio.Event()
+        """Set once a streamed reply has been written whole."""
         self._piece_gap_s = piece_gap_s
+        self._stopping = asyncio.Event()
         app = Starlette(routes=[Route("/{path:path}", self._answer, methods=["GET", "POST"])])
         self._server = LoopbackServer(app, lifespan="off")
 
@@ -73,6 +77,7 @@ class ScriptedServer:
         await self._server.start()
 
     async def stop(self) -> None:
+        self._stopping.set()  # what still waits out a delay or pause answers now
         await self._server.stop()
 
     def reply(self, *replies: Reply) -> None:
@@ -92,21 +97,29 @@ class ScriptedServer:
         )
         self.seen.append(seen)
         reply = self.next_reply(seen)
-        await asyncio.sleep(reply.delay_s)
+        await self._wait(reply.delay_s)
         if isinstance(reply.body, bytes):
             return Response(reply.body, reply.status, reply.headers, "application/json")
         return StreamingResponse(
             self._play(reply.body), reply.status, reply.headers, "text/event-stream"
         )
 
+    async def _wait(self, seconds: float) -> None:
+        """A scripted delay, cut short when the server stops: a test over with a slow
+        answer does not wait for it in its teardown."""
+        if seconds > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), seconds)
+
     async def _play(self, pieces: Sequence[bytes | Pause]) -> AsyncIterator[bytes]:
         for piece in pieces:
             if isinstance(piece, Pause):
-                await asyncio.sleep(piece.seconds)
+                await self._wait(piece.seconds)
                 continue
             yield piece
             if self._piece_gap_s:
-                await asyncio.sleep(self._piece_gap_s)
+                await self._wait(self._piece_gap_s)
+        self.played.set()
 
 
 @asynccontextmanager

@@ -11,7 +11,9 @@ import pytest
 
 from providers.base import Deadlines, StreamValve, UpstreamStream, pipeable, upstream_headers
 from providers.errors import UpstreamProtocolError, UpstreamResponseTooLarge, UpstreamTimeout
+from providers.transport.http_stream import _StallWatchdog
 from providers.transport.http_transport import HttpTransport
+from tests.conftest import eventually
 from tests.providers.fake_upstream import Pause, Reply, ScriptedServer
 
 
@@ -30,6 +32,39 @@ class Sink:
     def end(self, error: Exception | None) -> None:
         self.ends.append(error)
         self.ended.set_result(error)
+
+
+class WatchdogLooks:
+    """Counts the stall watchdog's looks at how long the backend has been waited for."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._looked = asyncio.Event()
+
+    def looked(self) -> None:
+        self.count += 1
+        self._looked.set()
+
+    async def a_window_passes(self) -> None:
+        """Until the watchdog has looked twice more: the second look is a whole stall
+        window after now, and it fires there if the backend counts as waited for."""
+        target = self.count + 2
+        while self.count < target:
+            self._looked.clear()
+            await asyncio.wait_for(self._looked.wait(), 5)
+
+
+@pytest.fixture
+def watchdog(monkeypatch: pytest.MonkeyPatch) -> WatchdogLooks:
+    looks = WatchdogLooks()
+    check = _StallWatchdog._check
+
+    def looking(self: _StallWatchdog) -> None:
+        check(self)
+        looks.looked()
+
+    monkeypatch.setattr(_StallWatchdog, "_check", looking)
+    return looks
 
 
 def _pipe(stream: UpstreamStream, sink: Sink) -> StreamValve:
@@ -90,7 +125,7 @@ async def test_a_stall_ends_a_piped_stream_with_a_timeout(
 
 
 async def test_a_paused_stream_is_not_a_stall_and_resumes_where_it_was(
-    upstream: ScriptedServer, lean: HttpTransport
+    upstream: ScriptedServer, lean: HttpTransport, watchdog: WatchdogLooks
 ) -> None:
     pieces = [b"data: %d\n\n" % i for i in range(20)]
     upstream.reply(Reply(body=pieces))
@@ -98,7 +133,8 @@ async def test_a_paused_stream_is_not_a_stall_and_resumes_where_it_was(
     sink = Sink()
     valve = _pipe(stream, sink)
     valve.pause()
-    await asyncio.sleep(0.5)  # past the stall window, and the server has written it all
+    # The server writes it all meanwhile.
+    await asyncio.gather(asyncio.wait_for(upstream.played.wait(), 5), watchdog.a_window_passes())
     held = len(sink.chunks)
     assert not sink.ends, "time paused for the reader is not the backend's stall"
     valve.resume()
@@ -122,13 +158,15 @@ async def test_a_piped_stream_ends_in_an_error_at_its_cap(
 
 
 async def test_a_connection_cut_mid_stream_is_a_protocol_error(lean: HttpTransport) -> None:
+    piped = asyncio.Event()
+
     async def cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
         await reader.readexactly(2)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n")
         writer.write(b"transfer-encoding: chunked\r\n\r\n9\r\ndata: 1\n\n\r\n")
         await writer.drain()
-        await asyncio.sleep(0.1)
+        await piped.wait()
         writer.write(b"9\r\ndata: 2\n\n\r\n")
         await writer.drain()
         writer.close()  # no last chunk: the stream did not end
@@ -139,6 +177,7 @@ async def test_a_connection_cut_mid_stream_is_a_protocol_error(lean: HttpTranspo
         stream = await lean.open_stream(f"http://127.0.0.1:{port}/v1/x", b"{}", _deadlines())
         sink = Sink()
         _pipe(stream, sink)
+        piped.set()
         error = await asyncio.wait_for(sink.ended, 5)
         assert isinstance(error, UpstreamProtocolError) and error.backend == "b"
         assert sink.chunks == [b"data: 2\n\n"]
@@ -162,10 +201,11 @@ async def test_aiohttp_and_compressed_streams_are_not_piped(upstream: ScriptedSe
 
 
 async def test_pieces_of_a_read_taken_after_a_pause_do_not_restart_the_watchdog(
-    lean: HttpTransport,
+    lean: HttpTransport, watchdog: WatchdogLooks
 ) -> None:
     """Paused by the first piece of a read, the rest of that read still comes: time the
     reader then takes is still not the backend's stall."""
+    piped, resumed = asyncio.Event(), asyncio.Event()
 
     async def burst(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -173,10 +213,10 @@ async def test_pieces_of_a_read_taken_after_a_pause_do_not_restart_the_watchdog(
         head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
         writer.write(head + b"transfer-encoding: chunked\r\n\r\n9\r\ndata: 0\n\n\r\n")
         await writer.drain()
-        await asyncio.sleep(0.05)
+        await piped.wait()  # the client has read that: what follows is a read of its own
         writer.write(b"".join(b"9\r\ndata: %d\n\n\r\n" % i for i in range(1, 6)))  # one read
         await writer.drain()
-        await asyncio.sleep(1.0)
+        await resumed.wait()
         writer.write(b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n")
         await writer.drain()
 
@@ -184,7 +224,7 @@ async def test_pieces_of_a_read_taken_after_a_pause_do_not_restart_the_watchdog(
     port = server.sockets[0].getsockname()[1]
     try:
         url = f"http://127.0.0.1:{port}/v1/x"
-        stream = await lean.open_stream(url, b"{}", _deadlines(gap_s=0.3))
+        stream = await lean.open_stream(url, b"{}", _deadlines(gap_s=0.2))
         sink = Sink()
         valve = _pipe(stream, sink)
         first = sink.data
@@ -195,11 +235,17 @@ async def test_pieces_of_a_read_taken_after_a_pause_do_not_restart_the_watchdog(
                 valve.pause()  # once, as a splice does when the client's buffer fills
 
         sink.data = pausing  # type: ignore[method-assign]
-        await asyncio.sleep(0.8)  # past the stall window, paused for the reader
-        assert len(sink.chunks) > 1, "several pieces of one read came after the pause"
+        piped.set()
+
+        async def burst_taken() -> bool:
+            return len(sink.chunks) == 5
+
+        await eventually(burst_taken, "the rest of the read that paused it")
+        await watchdog.a_window_passes()  # paused for the reader
         assert not sink.ends, "time paused for the reader is not the backend's stall"
         sink.data = first  # type: ignore[method-assign]
         valve.resume()
+        resumed.set()
         assert await asyncio.wait_for(sink.ended, 5) is None
         assert (
             stream.first_chunk + b"".join(sink.chunks)
@@ -207,5 +253,6 @@ async def test_pieces_of_a_read_taken_after_a_pause_do_not_restart_the_watchdog(
         )
         await stream.aclose()
     finally:
+        resumed.set()
         server.close()
         await server.wait_closed()

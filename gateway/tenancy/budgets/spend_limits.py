@@ -29,7 +29,7 @@ from gateway.tenancy.budgets.windows import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from gateway.tenancy.budgets.ledger import SpendLedger
     from gateway.tenancy.budgets.metrics import BudgetMetrics
@@ -126,10 +126,12 @@ class Budgets:
         ledger: SpendLedger,
         *,
         clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self._config = config
         self.ledger = ledger
         self._clock = clock
+        self._sleep = sleep
         self.metrics: BudgetMetrics | None = None
         self.rerouted = 0
         self.refused = 0
@@ -200,7 +202,7 @@ class Budgets:
             if queued is not None:
                 await queued.wait()
                 queued.clear()
-            await asyncio.sleep(flush_s)
+            await self._sleep(flush_s)
             try:
                 next_refresh = await self._turn(next_refresh, refresh_s)
             except Exception:  # accounting must outlive a bug; the next turn tries again

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
-from tests.gateway.processes import START_TIMEOUT_S, free_port, running, wait_ready
+from tests.conftest import until
+from tests.gateway.processes import free_port, running, wait_ready
 
 CONFIG: dict[str, Any] = {
     "server": {"shutdown_drain_s": 1.0},
@@ -49,13 +49,6 @@ def _served(http: httpx.Client, model: str) -> int:
     return http.post("/v1/chat/completions", json=_chat(model)).status_code
 
 
-def _until(check: Any, what: str, within_s: float = START_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + within_s
-    while not check():
-        assert time.monotonic() < deadline, f"not within {within_s}s: {what}"
-        time.sleep(0.05)
-
-
 def test_sighup_reloads_and_sigterm_drains(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(CONFIG))
@@ -67,18 +60,18 @@ def test_sighup_reloads_and_sigterm_drains(tmp_path: Path) -> None:
         with httpx.Client(base_url=base, trust_env=False, timeout=10.0) as http:
             path.write_text("routes: [unclosed")
             os.kill(proc.pid, signal.SIGHUP)
-            _until(lambda: "config reload refused" in log.read_text(), "the refusal logged")
+            until(lambda: "config reload refused" in log.read_text(), "the refusal logged")
             assert proc.poll() is None and _served(http, "default") == 200
             second = {"name": "second", "model": "m", "backends": ["e1"]}
             path.write_text(yaml.safe_dump({**CONFIG, "routes": [*CONFIG["routes"], second]}))
             os.kill(proc.pid, signal.SIGHUP)
-            _until(lambda: _served(http, "second") == 200, "the new route served")
+            until(lambda: _served(http, "second") == 200, "the new route served")
             assert log.read_text().count("config reload refused") == 1
             with http.stream("POST", "/v1/chat/completions", json=_chat("default", True)) as stream:
                 chunks = stream.iter_raw()
                 text = next(chunks).decode()
                 proc.send_signal(signal.SIGTERM)
-                _until(lambda: http.get("/readyz").status_code == 503, "/readyz 503", 5.0)
+                until(lambda: http.get("/readyz").status_code == 503, "/readyz 503", 5.0)
                 text += b"".join(chunks).decode()
         proc.wait(timeout=20)
     assert 'data: {"error":' in text and "gateway_shutting_down" in text
@@ -96,11 +89,11 @@ def test_sighup_to_the_parent_reloads_every_worker(tmp_path: Path) -> None:
     with running(command, log) as proc:
         wait_ready(f"http://127.0.0.1:{port}/readyz", proc, log, timeout_s=30)
         # Each worker starts its own emulated engine as it starts up.
-        _until(lambda: log.read_text().count("engine e1 listening") == 2, "both workers up")
+        until(lambda: log.read_text().count("engine e1 listening") == 2, "both workers up")
         second = {"name": "second", "model": "m", "backends": ["e1"]}
         path.write_text(yaml.safe_dump({**CONFIG, "routes": [*CONFIG["routes"], second]}))
         proc.send_signal(signal.SIGHUP)
-        _until(
+        until(
             lambda: log.read_text().count("config reloaded (generation 2)") == 2,
             "both workers reloaded",
         )

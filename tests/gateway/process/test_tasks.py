@@ -11,28 +11,36 @@ from gateway.process.tasks import cancel_and_wait, start_task
 
 
 class Loop:
-    """A background loop that notes how it ended."""
+    """A background loop that notes how it ended. Its clean-up awaits `cleanup_turns` loop
+    turns, then `finish` if given: a stop must wait for it, not just cancel."""
 
-    def __init__(self, *, fails: bool = False, cleanup_s: float = 0.0) -> None:
+    def __init__(
+        self, *, fails: bool = False, cleanup_turns: int = 3, finish: asyncio.Event | None = None
+    ) -> None:
         self.started = asyncio.Event()
+        self.cleaning = asyncio.Event()
         self.cleaned_up = False
         self._fails = fails
-        self._cleanup_s = cleanup_s
+        self._cleanup_turns = cleanup_turns
+        self._finish = finish
 
     async def run(self) -> None:
         self.started.set()
         try:
             if self._fails:
                 raise RuntimeError("loop bug")
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # until cancelled
         finally:
-            # Clean-up that itself awaits: the stop must wait for it, not just cancel.
-            await asyncio.sleep(self._cleanup_s)
+            self.cleaning.set()
+            for _ in range(self._cleanup_turns):
+                await asyncio.sleep(0)
+            if self._finish is not None:
+                await self._finish.wait()
             self.cleaned_up = True
 
 
 async def test_closing_the_stack_cancels_the_task_and_waits_for_its_end() -> None:
-    loop = Loop(cleanup_s=0.05)
+    loop = Loop()
     async with AsyncExitStack() as stack:
         task = start_task(stack, loop.run(), name="test-loop")
         assert task.get_name() == "test-loop"
@@ -46,7 +54,7 @@ async def test_tasks_stop_in_reverse_order_of_start() -> None:
 
     async def forever(name: str) -> None:
         try:
-            await asyncio.sleep(3600)
+            await asyncio.Event().wait()  # until cancelled
         finally:
             ended.append(name)
 
@@ -66,7 +74,7 @@ async def test_none_and_finished_tasks_are_fine() -> None:
 
 
 async def test_a_failed_task_is_raised_once_every_task_has_ended() -> None:
-    broken, slow = Loop(fails=True), Loop(cleanup_s=0.05)
+    broken, slow = Loop(fails=True, cleanup_turns=0), Loop()
     tasks = [asyncio.create_task(broken.run()), asyncio.create_task(slow.run())]
     await asyncio.gather(broken.started.wait(), slow.started.wait())
     with pytest.raises(RuntimeError, match="loop bug"):
@@ -75,12 +83,16 @@ async def test_a_failed_task_is_raised_once_every_task_has_ended() -> None:
 
 
 async def test_the_callers_own_cancellation_is_not_swallowed() -> None:
-    loop = Loop(cleanup_s=0.5)
+    finish = asyncio.Event()
+    loop = Loop(finish=finish)
     inner = asyncio.create_task(loop.run())
     await loop.started.wait()
     stopper = asyncio.create_task(cancel_and_wait(inner))
-    await asyncio.sleep(0.05)  # the stopper now waits for the inner task's slow clean-up
+    await loop.cleaning.wait()  # the stopper now waits for the inner task's slow clean-up
     stopper.cancel()
     with pytest.raises(asyncio.CancelledError):
         await stopper
+    assert not inner.done(), "the clean-up it was waiting for goes on"
+    finish.set()
     await asyncio.wait([inner])
+    assert loop.cleaned_up

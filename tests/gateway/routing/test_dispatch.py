@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import orjson
 
-from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from emulator.server import EmulatorServer
+from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
 
 CHAT: dict[str, Any] = {
     "model": "default",
@@ -41,12 +43,18 @@ def assert_idle(gw: RunningGateway) -> None:
         assert backend["in_flight"] == 0, backend
 
 
-async def wait_idle(gw: RunningGateway, timeout_s: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout_s
-    while any(b["in_flight"] for b in gw.gateway.state.describe()):
-        assert loop.time() < end, gw.gateway.state.describe()
-        await asyncio.sleep(0.02)
+async def wait_idle(gw: RunningGateway) -> None:
+    async def idle() -> bool:
+        return not any(b["in_flight"] for b in gw.gateway.state.describe())
+
+    await eventually(idle, "every backend idle")
+
+
+def cancelled_upstream(engine: EmulatorServer) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return engine.runtime.stats.cancelled > 0
+
+    return check
 
 
 def sse_events(body: bytes) -> list[bytes]:
@@ -209,10 +217,7 @@ async def test_client_disconnect_mid_stream_cancels_upstream(
         async for _ in response.aiter_bytes():
             break
     await wait_idle(gw)
-    for _ in range(100):
-        if engine.runtime.stats.cancelled:
-            break
-        await asyncio.sleep(0.02)
+    await eventually(cancelled_upstream(engine), "the upstream request cancelled")
     assert engine.runtime.stats.cancelled == 1
     assert engine.runtime.stats.completed == 0
 
@@ -222,14 +227,20 @@ async def test_client_disconnect_before_response_cancels_upstream(
 ) -> None:
     engine = await start_emulator(token_delay_ms=50)
     gw = await start_gateway(make_config({"only": engine.base_url}))
-    async with httpx.AsyncClient(base_url=gw.url, timeout=0.3) as client:
-        with contextlib.suppress(httpx.ReadTimeout):
-            await client.post("/v1/chat/completions", json={**CHAT, "max_tokens": 200})
+    async with httpx.AsyncClient(base_url=gw.url) as client:
+        waiting = asyncio.create_task(
+            client.post("/v1/chat/completions", json={**CHAT, "max_tokens": 200})
+        )
+
+        async def at_the_engine() -> bool:
+            return engine.runtime.stats.in_flight == 1
+
+        await eventually(at_the_engine, "the request at the engine")
+        waiting.cancel()  # the client gives up before the answer
+        with contextlib.suppress(asyncio.CancelledError):
+            await waiting
     await wait_idle(gw)
-    for _ in range(100):
-        if engine.runtime.stats.cancelled:
-            break
-        await asyncio.sleep(0.02)
+    await eventually(cancelled_upstream(engine), "the upstream request cancelled")
     assert engine.runtime.stats.cancelled == 1
 
 
@@ -258,8 +269,11 @@ async def test_in_flight_is_counted_while_requests_run(
         asyncio.create_task(gw.client.post("/v1/chat/completions", json={**CHAT, "max_tokens": 20}))
         for _ in range(5)
     ]
-    await asyncio.sleep(0.2)
-    assert gw.gateway.state.in_flight("only") == 5
+
+    async def all_in_flight() -> bool:  # each takes 20 tokens x 20 ms
+        return gw.gateway.state.in_flight("only") == 5
+
+    await eventually(all_in_flight, "5 requests in flight at once")
     for response in await asyncio.gather(*tasks):
         assert response.status_code == 200
     assert_idle(gw)
@@ -272,9 +286,12 @@ async def test_active_probe_marks_a_dead_backend_unhealthy(
     config = make_config({"a-dead": closed_port_url(), "b-live": live.base_url})
     config["health"] = {"active_probes": True, "probe_interval_s": 0.05}
     gw = await start_gateway(config)
-    await asyncio.sleep(0.2)
+
+    async def probed() -> bool:
+        return not next(b for b in gw.gateway.state.describe() if b["name"] == "a-dead")["healthy"]
+
+    await eventually(probed, "the dead backend probed unhealthy")
     backends = {b["name"]: b for b in gw.gateway.state.describe()}
-    assert not backends["a-dead"]["healthy"]
     assert "probe failed" in str(backends["a-dead"]["health_reason"])
     assert backends["b-live"]["healthy"]
     ready = await gw.client.get("/readyz")

@@ -81,7 +81,8 @@ async def test_flush_now_waits_for_the_batch_the_flush_task_is_writing(
     await eventually(_taken(writer), "the batch taken for writing")
 
     flush = asyncio.get_running_loop().create_task(writer.flush_now())
-    await asyncio.sleep(0.05)
+    for _ in range(5):  # loop turns: flush_now reaches the write lock and waits there
+        await asyncio.sleep(0)
     assert not flush.done()  # the queue is empty, but a batch is still being written
     release.set()
     await flush

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -85,7 +84,7 @@ async def test_a_dead_database_drops_rows_at_the_bound_and_raises_nothing(
     accepted = [writer.put("requests", request_row(NOW)) for _ in range(7)]
     assert accepted == [True] * 5 + [False] * 2
     assert dropped == [("requests", 1), ("requests", 1)]
-    await asyncio.sleep(0.15)  # a few migration retries
+    await eventually(failed(writer), "a migration attempt failed")
     status = writer.status()
     assert status["up"] is False
     assert (status["queued"], status["dropped"], status["written"]) == (5, 2, 0)
@@ -165,18 +164,16 @@ def failed(writer: StoreWriter) -> Callable[[], Awaitable[bool]]:
 
 
 async def test_start_returns_after_the_connect_timeout_when_the_database_hangs(
-    silent_server: int, make_writer: MakeWriter
+    silent_server: int, make_writer: MakeWriter, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = f"postgresql+asyncpg://root@127.0.0.1:{silent_server}/x"
     writer = make_writer(url, connect_timeout_s=0.3)
-    started = time.monotonic()
     await writer.start()
-    assert time.monotonic() - started < 1.0
+    assert "not ready yet; going on" in caplog.text  # its connect timeout ended the wait
     assert writer.put("requests", request_row(NOW))
     assert writer.status()["up"] is False
-    started = time.monotonic()
-    await writer.stop(timeout_s=0.5)
-    assert time.monotonic() - started < 1.5
+    await writer.stop(timeout_s=0.5)  # its connect timeout, or this one, ends the last try
+    assert (writer.status()["written"], writer.status()["dropped"]) == (0, 1)
 
 
 async def test_a_write_to_a_server_that_never_answers_times_out(
@@ -186,12 +183,10 @@ async def test_a_write_to_a_server_that_never_answers_times_out(
     writer = make_writer(url, migrate_on_start=False, connect_timeout_s=5, write_timeout_s=0.2)
     writer.put("requests", request_row(NOW))
     writer.put("probe_results", probe_row(NOW))
-    started = time.monotonic()
     assert await writer.flush_now() == 0
-    assert time.monotonic() - started < 1.0  # not the 5 s connect timeout
     status = writer.status()
     assert (status["queued"], status["dropped"], status["up"]) == (2, 0, False)
-    assert status["last_error"] == "write timed out after 0.2 s"
+    assert status["last_error"] == "write timed out after 0.2 s"  # not the 5 s connect timeout
 
 
 async def test_a_write_stuck_behind_a_lock_times_out_and_the_writer_recovers(
@@ -217,9 +212,7 @@ async def test_a_write_stuck_behind_a_lock_times_out_and_the_writer_recovers(
 
     async with hold_write_lock(db_url):
         writer.put("requests", request_row(NOW, decision_id="stuck"))
-        started = time.monotonic()
         assert await writer.flush_now() == 0
-        assert time.monotonic() - started < 3.0  # SQLite: its busy wait (2x) runs out first
         status = writer.status()
         assert (status["up"], status["dropped"], status["written"]) == (False, 0, 1)
         assert (status["queued"], dropped) == (1, [])  # kept for when the lock is gone
@@ -232,9 +225,7 @@ async def test_a_write_stuck_behind_a_lock_times_out_and_the_writer_recovers(
                 "write: OperationalError: database is locked",
             )
 
-        started = time.monotonic()
         assert await cleaner.delete_expired() == 0  # a retention chunk is bounded too
-        assert time.monotonic() - started < 3.0  # SQLite: its busy wait (2x) runs out first
         assert "clean-up stopped after deleting 0 rows: " in caplog.text
         if db_url.startswith("postgresql"):
             assert "clean-up stopped after deleting 0 rows: timed out after 0.5 s" in caplog.text

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
+from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually, make_config
 
 PRICES = {"input_usd_per_mtok": 1.0, "cached_input_usd_per_mtok": 0.1, "output_usd_per_mtok": 4.0}
 
@@ -30,11 +29,26 @@ def total(
 
 async def drained(gw: RunningGateway, count: int) -> None:
     pipe = gw.gateway.telemetry.pipe
-    for _ in range(200):
-        if pipe.consumed >= count:
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"telemetry consumed {pipe.consumed} of {count}")
+
+    async def consumed() -> bool:
+        return pipe.consumed >= count
+
+    await eventually(consumed, f"telemetry consumed {count} records")
+
+
+async def sampled(
+    gw: RunningGateway, name: str, value: float, **labels: str
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The metrics once the sampler's tick (once a second) has set `name` to `value`."""
+    scraped: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+
+    async def seen() -> bool:
+        nonlocal scraped
+        scraped = samples((await gw.client.get("/metrics")).text)
+        return total(scraped, name, **labels) == value
+
+    await eventually(seen, f"{name}{labels} == {value}")
+    return scraped
 
 
 @pytest.fixture
@@ -83,9 +97,7 @@ async def test_metrics_count_every_request_token_and_dollar(gateway: RunningGate
 
 
 async def test_gauges_follow_live_state(gateway: RunningGateway) -> None:
-    await asyncio.sleep(1.3)  # one sampler tick
-    values = samples((await gateway.client.get("/metrics")).text)
-    assert total(values, "switchyard_backend_healthy", backend="a") == 1
+    values = await sampled(gateway, "switchyard_backend_healthy", 1, backend="a")
     assert total(values, "switchyard_in_flight_requests", backend="a") == 0
 
 
@@ -137,9 +149,7 @@ async def test_requests_refused_before_routing_are_counted(gateway: RunningGatew
         json={"model": "ghost", "messages": [{"role": "user", "content": "x"}]},
     )
     assert (bad_json.status_code, unknown.status_code) == (400, 404)
-    await asyncio.sleep(1.3)  # one sampler tick
-    values = samples((await gateway.client.get("/metrics")).text)
-    assert total(values, "switchyard_rejected_requests_total") == 2
+    values = await sampled(gateway, "switchyard_rejected_requests_total", 2)
     assert total(values, "switchyard_rejected_requests_total", code="model_not_found") == 1
     assert total(values, "switchyard_requests_total") == 0  # no record: no backend involved
 

@@ -4,13 +4,14 @@ per batch, before the batch counts as consumed; a failing sink does not stop the
 from __future__ import annotations
 
 import logging
-import time
+import threading
 
 import pytest
 
 from gateway.telemetry import pipe as pipe_module
 from gateway.telemetry.pipe import TelemetryPipe
 from gateway.telemetry.record import RequestRecord
+from tests.conftest import until
 from tests.gateway.telemetry.builders import record
 
 
@@ -87,6 +88,18 @@ def test_a_failing_sink_or_flush_is_counted_and_the_others_still_run(
     assert len(caplog.records) == 2
 
 
+class WatchedEvent(threading.Event):
+    """The pipe's batch-ready event, telling when the thread has begun to wait on it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waited = threading.Event()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waited.set()
+        return super().wait(timeout)
+
+
 def test_the_thread_gathers_a_batch_and_a_full_batch_goes_at_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -95,18 +108,17 @@ def test_the_thread_gathers_a_batch_and_a_full_batch_goes_at_once(
     events: list[str] = []
     pipe = TelemetryPipe(100)
     pipe.add_sink(Plain(events))
+    pipe._ready = ready = WatchedEvent()
     pipe.start()
     try:
         for at in range(5):
             pipe.emit(record(at=float(at)))
-        time.sleep(0.3)  # the thread is woken by the first and gathers
+        assert ready.waited.wait(30), "the thread is woken by the first and gathers"
         assert pipe.consumed == 0
         for at in range(5, 8):
             pipe.emit(record(at=float(at)))
-        deadline = time.monotonic() + 30
-        while pipe.consumed < 8 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert pipe.consumed == 8  # the eighth record ended the gathering
+        until(lambda: pipe.consumed >= 8, "the eighth record ends the gathering")
+        assert pipe.consumed == 8
         pipe.emit(record(at=8.0))
     finally:
         pipe.stop(timeout_s=30)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import yaml
 
+from tests.conftest import until
 from tests.gateway.processes import free_port, running, wait_ready
 from tests.gateway.telemetry.test_metrics_endpoint import samples, total
 
@@ -47,12 +47,9 @@ def test_metrics_add_up_across_workers(tmp_path: Path) -> None:
                 sent += 8
                 if len(pids) == 2:
                     break
-        time.sleep(0.5)  # each worker's telemetry thread drains every 50 ms
-        counts = []
-        for _ in range(6):
-            with httpx.Client(base_url=base, timeout=10) as client:
-                text = client.get("/metrics").text
-            counts.append(total(samples(text), "switchyard_requests_total", route="default"))
+        # Each worker's telemetry thread counts its requests a moment after answering them.
+        until(lambda: _requests_counted(base) == sent, f"{sent} requests counted")
+        counts = [_requests_counted(base) for _ in range(6)]
         assert len(pids) == 2  # both workers answered...
         assert counts == [float(sent)] * 6, (counts, pids)  # ...and every scrape saw them all
     with sqlite3.connect(database) as db:
@@ -66,3 +63,11 @@ def _one_request(base: str) -> int:
     with httpx.Client(base_url=base, timeout=10) as client:
         assert client.post("/v1/chat/completions", json=body).status_code == 200
         return int(client.get("/v1/switchyard/dashboard").json()["worker"]["pid"])
+
+
+def _requests_counted(base: str) -> float:
+    """switchyard_requests_total of one scrape of /metrics (on a fresh connection, so either
+    worker may answer it)."""
+    with httpx.Client(base_url=base, timeout=10) as client:
+        text = client.get("/metrics").text
+    return total(samples(text), "switchyard_requests_total", route="default")

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from providers.transport.h1_client import H1ConnectError, H1ConnectTimeout, H1Pool, H1ProtocolError
+from tests.conftest import eventually
 
 Answer = Callable[[bytes], Awaitable[list[bytes]]]
 """Given one request's bytes, the pieces to write back (b"" piece: close the connection)."""
@@ -190,7 +191,8 @@ async def test_a_stream_is_read_as_it_comes(pool: H1Pool) -> None:
         response = await pool.post(server.url, b"{}", 2.0)
         assert await response.content.readany() == b"first\n"
         reading = asyncio.ensure_future(response.content.readany())
-        await asyncio.sleep(0.05)
+        for _ in range(5):  # loop turns: the read is waiting, not done
+            await asyncio.sleep(0)
         assert not reading.done(), "nothing more has come"
         response.close()  # e.g. the stall watchdog: the waiting read fails at once
         with pytest.raises(H1ProtocolError):
@@ -266,9 +268,12 @@ async def test_at_most_max_connections_are_open_at_once() -> None:
         response.release()
         return body
 
+    async def two_answering() -> bool:
+        return in_flight == 2
+
     try:
         calls = [asyncio.ensure_future(one()) for _ in range(5)]
-        await asyncio.sleep(0.1)
+        await eventually(two_answering, "two requests at the server")
         assert peak == 2 and server.connections == 2
         release.set()
         assert await asyncio.gather(*calls) == [b"{}"] * 5
@@ -278,16 +283,24 @@ async def test_at_most_max_connections_are_open_at_once() -> None:
         await server.stop()
 
 
-async def test_idle_connections_past_their_keepalive_are_not_reused() -> None:
+@pytest.mark.parametrize(
+    ("idle_s", "connections"),
+    [(4.0, 1), (5.0, 2)],
+    ids=["reused-within-its-keepalive", "dropped-at-its-keepalive"],
+)
+async def test_idle_connections_past_their_keepalive_are_not_reused(
+    idle_s: float, connections: int
+) -> None:
     server = await serve(fixed(ok(b"{}")))
-    pool = H1Pool({}, max_connections=2, idle_keepalive_s=0.05)
+    now = [100.0]
+    pool = H1Pool({}, max_connections=2, idle_keepalive_s=5.0, clock=lambda: now[0])
     try:
         for _ in range(2):
             response = await pool.post(server.url, b"{}", 2.0)
             await response.read()
             response.release()
-            await asyncio.sleep(0.1)
-        assert server.connections == 2
+            now[0] += idle_s
+        assert server.connections == connections
     finally:
         await pool.close()
         await server.stop()
@@ -321,12 +334,18 @@ async def test_a_urls_credentials_are_sent_as_basic_auth() -> None:
 
 
 async def test_bytes_on_an_idle_connection_do_not_become_the_next_answer(pool: H1Pool) -> None:
+    idle, dropped = asyncio.Event(), asyncio.Event()
+
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
         writer.write(ok(b"first"))
-        await asyncio.sleep(0.05)
+        await idle.wait()  # the client has the answer: the connection is idle in its pool
         writer.write(b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 7\r\n\r\ntimeout")
-        await read_request(reader)  # never comes: the client dropped this connection
+        try:
+            await read_request(reader)  # never comes: the client dropped this connection
+        except asyncio.IncompleteReadError:
+            dropped.set()
+            raise
         writer.write(ok(b"stale"))
 
     async def fresh(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -335,14 +354,15 @@ async def test_bytes_on_an_idle_connection_do_not_become_the_next_answer(pool: H
             return
         await read_request(reader)
         writer.write(ok(b"second"))
-        await asyncio.sleep(0.2)
+        await writer.drain()
 
     server = RawServer(fresh)
     async with server as url:
         response = await pool.post(url, b"{}", 2.0)
         assert await response.read() == b"first"
         response.release()
-        await asyncio.sleep(0.2)
+        idle.set()
+        await asyncio.wait_for(dropped.wait(), 5)
         response = await pool.post(url, b"{}", 2.0)
         assert (response.status, await response.read()) == (200, b"second")
         response.release()
@@ -354,7 +374,7 @@ async def test_a_second_answer_after_the_first_is_not_merged_into_it(pool: H1Poo
         await read_request(reader)
         extra = b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 5\r\n\r\nextra"
         writer.write(ok(b"first", "content-type: application/json") + extra)
-        await asyncio.sleep(0.2)
+        await reader.read()  # open until the client drops it
 
     server = RawServer(handler)
     async with server as url:
@@ -411,10 +431,10 @@ async def test_read_n_returns_what_has_come_and_repeated_headers_keep_the_first(
         await read_request(reader)
         head = b"HTTP/1.1 500 Oops\r\nretry-after: 5\r\nretry-after: 5\r\n"
         writer.write(head + b"transfer-encoding: chunked\r\n\r\n5\r\noops!\r\n")
-        await asyncio.sleep(1.0)  # the rest never comes in time
+        await reader.read()  # the rest never comes: open until the client closes it
 
     async with RawServer(handler) as url:
         response = await pool.post(url, b"{}", 2.0)
         assert response.status == 500 and response.headers["retry-after"] == "5"
-        assert await asyncio.wait_for(response.content.read(65536), 0.5) == b"oops!"
+        assert await asyncio.wait_for(response.content.read(65536), 5) == b"oops!"
         response.close()

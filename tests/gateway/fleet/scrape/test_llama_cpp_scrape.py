@@ -25,9 +25,10 @@ from gateway.fleet.scrape.llama_cpp_scrape import LlamaCppScraper, LlamaCppTarge
 from gateway.fleet.scrape.llama_cpp_status import EngineSlots
 from gateway.fleet.state import FleetState
 from tests import llama_server_replies as replies
-from tests.conftest import StartGateway, make_config
+from tests.conftest import StartGateway, eventually, make_config
 
-Answer = tuple[int, bytes, float]
+Answer = tuple[int, bytes, bool]
+"""Status, body, and whether it hangs (until the server's `released` is set)."""
 """(status, body, delay_s) a fake path answers with."""
 
 
@@ -195,13 +196,14 @@ class FakeLlamaServer:
 
     def __init__(self) -> None:
         self.answers: dict[str, Answer] = {
-            "/health": (200, replies.HEALTH_OK, 0.0),
-            "/slots": (200, replies.SLOTS_IDLE, 0.0),
-            "/props": (200, replies.PROPS, 0.0),
-            "/v1/chat/completions": (200, replies.CHAT_WARM, 0.0),
+            "/health": (200, replies.HEALTH_OK, False),
+            "/slots": (200, replies.SLOTS_IDLE, False),
+            "/props": (200, replies.PROPS, False),
+            "/v1/chat/completions": (200, replies.CHAT_WARM, False),
         }
         self.hits: list[str] = []
         self.headers: list[dict[str, str]] = []
+        self.released = asyncio.Event()
         routes = [Route(path, self.answer, methods=["GET", "POST"]) for path in self.answers]
         self.app = Starlette(routes=routes)
 
@@ -212,8 +214,9 @@ class FakeLlamaServer:
         path = request.url.path
         self.hits.append(path)
         self.headers.append(dict(request.headers))
-        status, body, delay_s = self.answers[path]
-        await asyncio.sleep(delay_s)
+        status, body, hangs = self.answers[path]
+        if hangs:
+            await self.released.wait()
         return Response(body, status, media_type="application/json")
 
 
@@ -223,6 +226,7 @@ async def llama() -> AsyncIterator[tuple[FakeLlamaServer, str]]:
     loopback = LoopbackServer(server.app, lifespan="off")
     await loopback.start()
     yield server, loopback.url
+    server.released.set()
     await loopback.stop()
 
 
@@ -254,7 +258,7 @@ async def test_one_poll_reads_slots_then_props(
     llama: tuple[FakeLlamaServer, str], scraper: Make
 ) -> None:
     server, url = llama
-    server.answers["/slots"] = (200, replies.SLOTS_BUSY, 0.0)
+    server.answers["/slots"] = (200, replies.SLOTS_BUSY, False)
     poller, target = scraper(url)
     await poller.poll_once(target)
     await poller.poll_once(target)
@@ -269,15 +273,15 @@ async def test_one_poll_reads_slots_then_props(
 @pytest.mark.parametrize(
     ("answer", "error"),
     [
-        ((503, replies.LOADING, 0.0), "HTTP 503: not ready, loading its model"),
+        ((503, replies.LOADING, False), "HTTP 503: not ready, loading its model"),
         (
-            (501, replies.NO_SLOTS, 0.0),
+            (501, replies.NO_SLOTS, False),
             "HTTP 501: start llama-server with --slots, or set llama_cpp.slots: false",
         ),
-        ((302, b"", 0.0), "HTTP 302"),  # redirects are not followed
-        ((200, replies.HEALTH_OK, 0.0), "no list of slots in the answer"),
-        ((200, replies.SLOTS_IDLE, 1.0), "no answer within 0.3s"),
-        ((200, b"[" + b" " * 5000 + b"]", 0.0), "body of 5,002 bytes is over 1,024"),
+        ((302, b"", False), "HTTP 302"),  # redirects are not followed
+        ((200, replies.HEALTH_OK, False), "no list of slots in the answer"),
+        ((200, replies.SLOTS_IDLE, True), "no answer within 0.3s"),
+        ((200, b"[" + b" " * 5000 + b"]", False), "body of 5,002 bytes is over 1,024"),
     ],
 )
 async def test_slots_failures_keep_no_reading(
@@ -297,13 +301,13 @@ async def test_a_loading_server_is_read_once_it_has_loaded(
 ) -> None:
     server, url = llama
     caplog.set_level(logging.DEBUG, logger="switchyard.llama_cpp")
-    server.answers["/slots"] = server.answers["/props"] = (503, replies.LOADING, 0.0)
+    server.answers["/slots"] = server.answers["/props"] = (503, replies.LOADING, False)
     poller, target = scraper(url)
     for _ in range(3):
         await poller.poll_once(target)
     assert poller._state.views(["a"])["a"].context_window_tokens is None
-    server.answers["/slots"] = (200, replies.SLOTS_IDLE, 0.0)
-    server.answers["/props"] = (200, replies.PROPS, 0.0)
+    server.answers["/slots"] = (200, replies.SLOTS_IDLE, False)
+    server.answers["/props"] = (200, replies.PROPS, False)
     await poller.poll_once(target)
     await poller.poll_once(target)
     assert server.count("/props") == 4, "until it answered, then no more"
@@ -323,12 +327,12 @@ async def test_props_are_read_again_when_slots_come_back(
     server, url = llama
     poller, target = scraper(url, window=8192)
     await poller.poll_once(target)
-    server.answers["/slots"] = (503, replies.LOADING, 0.0)  # a restart
+    server.answers["/slots"] = (503, replies.LOADING, False)  # a restart
     await poller.poll_once(target)
-    server.answers["/slots"] = (200, replies.SLOTS_IDLE, 0.0)
+    server.answers["/slots"] = (200, replies.SLOTS_IDLE, False)
     bigger = orjson.loads(replies.PROPS)
     bigger["default_generation_settings"]["n_ctx"] = 4096
-    server.answers["/props"] = (200, orjson.dumps(bigger), 0.0)
+    server.answers["/props"] = (200, orjson.dumps(bigger), False)
     caplog.set_level(logging.INFO, logger="switchyard.llama_cpp")
     await poller.poll_once(target)  # slots back: props due again
     await poller.poll_once(target)
@@ -341,18 +345,20 @@ async def test_props_are_read_again_when_slots_come_back(
     )
 
 
-async def test_the_poller_runs_on_its_interval_and_stops(
+async def test_the_poller_runs_until_stopped(
     llama: tuple[FakeLlamaServer, str], scraper: Make
 ) -> None:
+    # When it polls is poll_forever's (test_engine_scrape.py, on a fake clock).
     server, url = llama
     poller, _ = scraper(url)
     poller.start()
-    await asyncio.sleep(0.5)
+
+    async def polled_thrice() -> bool:
+        return server.count("/slots") >= 3
+
+    await eventually(polled_thrice, "three polls, one every 0.05 s")
     await poller.stop()
-    polls = server.count("/slots")
-    assert 3 <= polls <= 12, "every 0.05 s for 0.5 s"
-    await asyncio.sleep(0.2)
-    assert server.count("/slots") == polls, "stopped"
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "llama-cpp-status"], "stopped"
 
 
 # -- the gateway end to end
@@ -364,7 +370,7 @@ async def test_the_learnt_window_filters_without_configuration(
     small, big = FakeLlamaServer(), FakeLlamaServer()
     tiny = orjson.loads(replies.PROPS)
     tiny["default_generation_settings"]["n_ctx"] = 64
-    small.answers["/props"] = (200, orjson.dumps(tiny), 0.0)
+    small.answers["/props"] = (200, orjson.dumps(tiny), False)
     servers = [LoopbackServer(s.app, lifespan="off") for s in (small, big)]
     for each in servers:
         await each.start()
@@ -398,8 +404,7 @@ def _two_llama_cpp_backends(small_url: str, big_url: str) -> dict[str, Any]:
 
 
 async def _until(views: Callable[[], dict[str, Any]], what: str) -> None:
-    for _ in range(200):
-        if all(v.context_window_tokens is not None for v in views().values()):
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"not seen: {what}")
+    async def learnt() -> bool:
+        return all(v.context_window_tokens is not None for v in views().values())
+
+    await eventually(learnt, what)

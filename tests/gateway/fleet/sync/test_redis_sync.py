@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import random
 import signal
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -217,9 +216,7 @@ async def test_a_silent_replicas_load_expires_after_load_ttl(
         async def expired() -> bool:
             return remote_in_flight(gw, "slow") == 0 and (await status(gw))["peers"] == 0
 
-        started = time.monotonic()
-        await eventually(expired, "the dead replica's load expires", within_s=2.0)
-        assert time.monotonic() - started < 1.0
+        await eventually(expired, "the dead replica's load expires")
         assert not await client.sismember(f"{namespace}:replicas", "dead")
     finally:
         await client.aclose()
@@ -265,21 +262,19 @@ async def test_a_paused_redis_never_slows_requests(
 ) -> None:
     await private_redis.start()
     engine = await start_emulator()
-    # Were Redis on the request path, a request would wait at least command_timeout_ms.
+    # Were Redis on the request path, a request would wait out command_timeout_ms, by when
+    # the sync's own command (one every 20 ms) has timed out too: no longer connected.
     state = redis_state(private_redis.url, "paused", command_timeout_ms=1000)
     config = make_config({"only": engine.base_url}, state=state)
     gw = await start_gateway(config)
     await eventually(lambda: connected(gw), "connected")
     private_redis.signal(signal.SIGSTOP)  # accepts nothing, answers nothing: a hung server
     try:
-        slowest = 0.0
         for i in range(20):
-            started = time.monotonic()
             response = await gw.client.post("/v1/chat/completions", json=chat(f"q{i}?"))
-            slowest = max(slowest, time.monotonic() - started)
             assert response.status_code == 200
+        assert (await status(gw))["connected"], "every request answered while Redis hung"
         await eventually(lambda: _disconnected(gw), "the command timeout notices the hang")
-        assert slowest < 0.5, f"a request took {slowest:.3f}s while Redis hung"
     finally:
         private_redis.signal(signal.SIGCONT)
     await eventually(lambda: connected(gw), "reconnects once Redis answers again")
@@ -290,12 +285,26 @@ async def _disconnected(gw: RunningGateway) -> bool:
 
 
 async def test_unreachable_redis_at_start_serves_on_local_state_with_a_bounded_queue(
-    start_emulator: StartEmulator, start_gateway: StartGateway, caplog: pytest.LogCaptureFixture
+    start_emulator: StartEmulator,
+    start_gateway: StartGateway,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     engine = await start_emulator()
     closed = f"redis://127.0.0.1:{free_port()}/0"
     state = redis_state(closed, "unreachable", queue_size=3)
     gw = await start_gateway(make_config({"only": engine.base_url}, state=state))
+    sync = gw.gateway.sync
+    assert isinstance(sync, RedisFleetSync)
+    attempts = 0
+    open_client = sync._open
+
+    def counted() -> Redis:
+        nonlocal attempts
+        attempts += 1
+        return open_client()
+
+    monkeypatch.setattr(sync, "_open", counted)
     for i in range(8):
         response = await gw.client.post("/v1/chat/completions", json=chat(f"q{i}?"))
         assert response.status_code == 200
@@ -303,7 +312,11 @@ async def test_unreachable_redis_at_start_serves_on_local_state_with_a_bounded_q
     s = await status(gw)
     assert s["queued"] == 3 and s["dropped"] == 5 and s["published"] == 0
     assert "Connection" in s["last_error"] or "connect" in s["last_error"]
-    await asyncio.sleep(0.5)  # several reconnect attempts (back-off capped at 0.2 s)...
+
+    async def retried() -> bool:
+        return attempts >= 3
+
+    await eventually(retried, "several reconnect attempts")  # back-off capped at 0.2 s...
     warnings = [r for r in caplog.records if r.name == "switchyard.sync"]
     assert len(warnings) == 1, "...but the outage is logged once"
     assert "unavailable" in warnings[0].getMessage()
@@ -352,10 +365,9 @@ async def test_stopping_is_prompt_whenever_it_lands(namespace: str) -> None:
     for _ in range(30):
         sync = RedisFleetSync(config.state, state, index)
         sync.start()
-        await asyncio.sleep(rng.uniform(0.0, 0.03))
-        started = time.monotonic()
-        await sync.stop()
-        assert time.monotonic() - started < 0.5
+        await asyncio.sleep(rng.uniform(0.0, 0.03))  # a moment anywhere in its cycle
+        async with asyncio.timeout(5):  # a hang guard: it used to hang
+            await sync.stop()
         assert not [t for t in asyncio.all_tasks() if t.get_name() == "fleet-sync"]
 
 

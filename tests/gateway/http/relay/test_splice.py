@@ -115,8 +115,23 @@ async def test_a_translated_stream_is_spliced_and_reads_as_the_pulled_one(
 
 
 async def test_a_client_that_reads_late_gets_the_whole_stream(
-    gw: RunningGateway, spliced: list[Splice]
+    gw: RunningGateway, spliced: list[Splice], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    written_all_it_can = asyncio.Event()  # the whole stream, or until the client is full
+    hold, run = Splice._hold, Splice.run
+
+    def holding(self: Splice) -> None:
+        written_all_it_can.set()
+        hold(self)
+
+    async def running(self: Splice, writer: Any) -> None:
+        try:
+            await run(self, writer)
+        finally:
+            written_all_it_can.set()
+
+    monkeypatch.setattr(Splice, "_hold", holding)
+    monkeypatch.setattr(Splice, "run", running)
     tokens = 3000
     body = orjson.dumps({**CHAT, "max_tokens": tokens})
     head = (
@@ -131,7 +146,8 @@ async def test_a_client_that_reads_late_gets_the_whole_stream(
     try:
         await loop.sock_connect(sock, (host, int(port)))
         await loop.sock_sendall(sock, head + body)
-        await asyncio.sleep(0.5)  # the gateway writes faster than this client reads
+        # The gateway writes faster than this client reads: it is done, or waits for it.
+        await asyncio.wait_for(written_all_it_can.wait(), 10)
         received = bytearray()
         while not received.endswith(b"\r\n0\r\n\r\n"):
             piece = await asyncio.wait_for(loop.sock_recv(sock, 65536), 10)
@@ -230,7 +246,7 @@ class SlowClient:
 async def _released_until_done(task: Awaitable[None], client: SlowClient) -> None:
     run = asyncio.ensure_future(task)
     while not run.done():
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # a loop turn: the client took what it was given
         client.release()
     await run
 
@@ -247,7 +263,7 @@ async def test_a_client_that_cannot_keep_up_pauses_the_backend() -> None:
 
 
 class _Paced:
-    """A piped upstream stream that hands a chunk every 10 ms, pausable."""
+    """A piped upstream stream that hands a chunk every loop turn while not paused."""
 
     content_type = "text/event-stream"
     rate_limit: RateLimitSignal | None = None
@@ -257,23 +273,27 @@ class _Paced:
     def __init__(self) -> None:
         self.paused = False
         self.closed = False
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self._task: asyncio.Task[None] | None = None
 
     def pipe(self, sink: StreamSink) -> StreamValve:
         async def feed() -> None:
             while True:
-                await asyncio.sleep(0.01)
-                if not self.paused:
-                    sink.data(b'data: {"choices": []}\n\n')
+                await self._flowing.wait()
+                sink.data(b'data: {"choices": []}\n\n')
+                await asyncio.sleep(0)
 
         self._task = asyncio.ensure_future(feed())
         return self
 
     def pause(self) -> None:
         self.paused = True
+        self._flowing.clear()
 
     def resume(self) -> None:
         self.paused = False
+        self._flowing.set()
 
     async def aclose(self) -> None:
         self.closed = True
@@ -292,6 +312,7 @@ class _StoppedReader(Body):
         await asyncio.Event().wait()  # never
 
 
+@pytest.mark.usefixtures("virtual_time")
 async def test_a_client_that_stops_reading_holds_the_backend_only_until_the_deadline() -> None:
     loop = asyncio.get_running_loop()
     outcome = StreamOutcome()

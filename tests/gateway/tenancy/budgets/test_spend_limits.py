@@ -179,11 +179,18 @@ async def test_in_process_accounting_sleeps_until_spend_is_queued_from_another_t
     clock = FakeClock()
     settings = BudgetsConfig.model_validate({"flush_ms": 5})
     ledger = CountingLedger(settings, clock=clock)
-    book = Budgets(settings, ledger, clock=clock)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:  # a flush period takes a loop turn
+        slept.append(seconds)
+        await asyncio.sleep(0)
+
+    book = Budgets(settings, ledger, clock=clock, sleep=sleep)
     task = asyncio.create_task(book.run())
     try:
-        await asyncio.sleep(0.1)  # 20 flush periods with nothing queued: no turn
-        assert ledger.turns == 0
+        for _ in range(20):  # 20 flush periods' worth of turns with nothing queued: no turn
+            await asyncio.sleep(0)
+        assert (ledger.turns, slept) == (0, [])
         for _ in range(2):  # a spend from the telemetry thread wakes the task, each time
             thread = threading.Thread(
                 target=ledger.record, args=(Spend("key_b1", None, "default", 0.25, NOON),)
@@ -194,6 +201,7 @@ async def test_in_process_accounting_sleeps_until_spend_is_queued_from_another_t
         report = await book.key_spend([("key_b1", 1.0, None)])
         assert report["key_b1"]["day"]["spent_usd"] == pytest.approx(0.5)
         assert 1 <= ledger.turns <= 2
+        assert slept == [0.005] * ledger.turns  # each turn counts what flush_ms gathered
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
