@@ -111,8 +111,8 @@ class EmulatorOptions(BaseModel):
     """How the emulated engine behaves, whatever models it serves; the one source of its
     defaults (a gateway backend's `emulator:` block is this model).
 
-    ``cost_model="linear"`` (the default) uses the delays in ``timing.py``; ``"batched"``
-    runs a continuous-batching scheduler over a prefix-caching KV cache (``scheduler.py``)
+    ``cost_model="linear"`` (the default) uses the delays in ``engine/timing.py``; ``"batched"``
+    runs a continuous-batching scheduler over a prefix-caching KV cache (``engine/scheduler.py``)
     and ignores ``token_delay_ms``, ``base_latency_ms`` and ``prefill_ms_per_1k_tokens``.
     """
 

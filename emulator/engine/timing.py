@@ -1,7 +1,7 @@
 """Linear timing of the emulated engine: when the first token and each later token are due.
 
 The default cost model, and the one embeddings always use. The batched cost model (KV
-cache, continuous batching) is ``scheduler.py``; ``timeline.py`` picks between them.
+cache, continuous batching) is ``scheduler.py``; ``emulator/timeline.py`` picks between them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """OpenAI's wire format as a front door: chat and text completions, errors, rate headers.
 
-The bodies and chunks themselves are ``wire_format.py``'s and ``stream_events.py``'s;
+The bodies and chunks themselves are ``openai_bodies.py``'s and ``stream_events.py``'s;
 this module binds them to one request and adds what surrounds them: the bearer key,
 OpenAI's error types and its ``x-ratelimit-*`` headers.
 """

@@ -149,7 +149,7 @@ class QualityConfig(StrictConfig):
         ge=0,
         lt=1,
         description="Fidelity below this ejects at once; between it and 1 the pair is a "
-        "suspect, ejected only when fresh evidence convicts it (see suspicion.py).",
+        "suspect, ejected only when fresh evidence convicts it (see book/suspicion.py).",
     )
     restore_above: float = Field(0.9, gt=0, le=1)
     trial_false_ejection: float = Field(
@@ -157,7 +157,7 @@ class QualityConfig(StrictConfig):
         gt=0,
         lt=0.5,
         description="A suspect's trial ejects a backend at its tolerated rate with at most "
-        "this chance (the SPRT's alpha; suspicion.py).",
+        "this chance (the SPRT's alpha; book/suspicion.py).",
     )
     trial_false_clearance: float = Field(
         0.05,

@@ -4,7 +4,7 @@ Nothing here is on the request path. Each replica keeps routing on its own Prefi
 FleetState; a dispatch only appends its prefix insert to a bounded queue (`enqueue`). One
 background task, every `publish_interval_ms`:
 
-- publishes the queued inserts on `{namespace}:prefix` (format in fleet_wire);
+- publishes the queued inserts on `{namespace}:prefix` (format in wire);
 - writes this replica's load to `{namespace}:load:{replica}`, expiring after `load_ttl_s`
   (a replica that dies stops counting once it expires), and lists itself in the set
   `{namespace}:replicas`;

@@ -1,6 +1,6 @@
 """The admin API's config reload: `POST /v1/switchyard/admin/reload`.
 
-Behind an admin key, like the key admin API (`admin.py`). It reloads this process's config
+Behind an admin key, like the key admin API (`keys.py`). It reloads this process's config
 file as SIGHUP does (docs/operations.md, "Reload"); with several workers, each reloads only
 on its own request or on SIGHUP to the parent, which reaches every worker.
 """

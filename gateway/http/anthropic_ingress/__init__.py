@@ -8,7 +8,7 @@ Anthropic. One module per job: `messages_request` (the request accepted) and
 Anthropic's shape); `messages_dialect` (the proxy path's `Dialect` for `/v1/messages`) and
 `count_tokens`. What the Responses ingress translates alike lives in `gateway.http`:
 `chat_messages` (the chat messages and tools sent), `openai_reply` (the backend's answer
-read) and `translated_relay` (the stream's chunk loop and its ending after a failure).
+read) and `relay.translated` (the stream's chunk loop and its ending after a failure).
 
 Deliberately no imports here: `gateway.http.proxy` imports the dialect, and
 `count_tokens` imports the proxy's body reader.

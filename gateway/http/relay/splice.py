@@ -70,7 +70,7 @@ class BodyWriter(Protocol):
 
 
 class Shape(Protocol):
-    """A client format's bytes for the relayed OpenAI bytes (`translated_relay.Translated`);
+    """A client format's bytes for the relayed OpenAI bytes (`translated.Translated`);
     a splice without one relays the bytes as they came."""
 
     @property

@@ -1,6 +1,6 @@
 """The book's side of a suspect's trial and of the audit: levels, verdicts, words, entries.
 
-Pure functions of a pair's scores, its trial and the config, so that `book.py` keeps the
+Pure functions of a pair's scores, its trial and the config, so that `quality_book.py` keeps the
 state machine and these keep the arithmetic (`suspicion.py`) tied to the signals.
 """
 

@@ -99,7 +99,7 @@ class Prober:
         self.suspects = SuspectProber(
             configs, book, providers, self.targets, clock=clock, rng=self._rng
         )
-        """Targeted probes of suspects until their trial concludes (suspect_probes.py)."""
+        """Targeted probes of suspects until their trial concludes (suspects.py)."""
 
     def start(self) -> None:
         """One loop per backend, each at its own interval."""

@@ -2,7 +2,7 @@
 
 An `Observation` is built once per finished response (off the relay path: after the
 last byte reached the client) from the request's traits and the response's bytes.
-Signals (`signals.py`) turn it into `SignalEvent`s; the score (`score.py`) folds those
+Signals (`rules.py`) turn it into `SignalEvent`s; the score (`book/score.py`) folds those
 into time-decayed estimates per backend and model.
 """
 

@@ -1,9 +1,9 @@
 """Spend limits per client key and per route, checked before a request is dispatched.
 
 A key's budget is on the key (`budget_usd_per_day`, `budget_usd_per_month`); a route's
-is in `budgets.routes`. Windows are UTC calendar days and months (`budget_windows`). A
+is in `budgets.routes`. Windows are UTC calendar days and months (`windows`). A
 request is admitted while every budget that applies has spent less than its limit; what
-it then costs is counted after it finished (`budget_ledger`), so the request that crosses
+it then costs is counted after it finished (`ledger`), so the request that crosses
 a limit completes and the next one is refused (429 `insufficient_quota`) or, with
 `on_exhausted: fallback`, sent to a fallback route whose own budget is not spent.
 Answers carry the tightest budget's `x-switchyard-budget-*` headers.

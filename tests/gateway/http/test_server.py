@@ -79,7 +79,7 @@ async def test_serves_with_a_date_header_and_stops_when_asked_with_the_next_tick
 
 
 async def test_every_tick_refreshes_the_date_header(monkeypatch: pytest.MonkeyPatch) -> None:
-    # How often an idle server wakes is measured by bench/cpu_cost.py (wake-ups a second);
+    # How often an idle server wakes is measured by bench/cpu/cli.py (wake-ups a second);
     # here: each of its ticks is one on which uvicorn refreshes the date header.
     monkeypatch.setattr(server_module, "TICK_S", 0.01)
     async with _serving() as (server, task, _):

@@ -2,7 +2,7 @@
 decoded at its end, in a few calls rather than one per chunk.
 
 (A behaviour check of the design that keeps it cheap; what inspecting responses costs per
-request is measured by bench/quality_overhead.py.)
+request is measured by bench/studies/quality_overhead.py.)
 """
 
 from __future__ import annotations
