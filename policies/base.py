@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -34,21 +34,18 @@ def _text(reason: Reason) -> str:
     return reason if isinstance(reason, str) else reason()
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class Verdict:
     """A filter's answer about one candidate: keep it or drop it, and why.
 
-    Verdict and Score are plain slotted classes, not frozen dataclasses: a 16-backend
-    decision makes over a hundred of them, and a frozen dataclass's `__init__` (one
-    `object.__setattr__` per field) costs four times as much. Their attributes are
-    `Final`, so mypy keeps them read-only. Two are equal when their values and reason
-    texts are.
+    Two are equal when their values and reason texts are (a reason may be a callable that
+    renders it). Plugins answer in columns (`policies.answers`), so few of these are made
+    per decision: frozen dataclasses, not hand-slotted classes (the A/B in
+    docs/benchmarks.md found no difference).
     """
 
-    __slots__ = ("keep", "why")
-
-    def __init__(self, keep: bool, why: Reason) -> None:
-        self.keep: Final = keep
-        self.why: Final = why
+    keep: bool
+    why: Reason
 
     @property
     def reason(self) -> str:
@@ -66,14 +63,12 @@ class Verdict:
         return f"Verdict(keep={self.keep!r}, reason={self.reason!r})"
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class Score:
     """A scorer's answer about one candidate: a value in [0, 1], higher is better, and why."""
 
-    __slots__ = ("value", "why")
-
-    def __init__(self, value: float, why: Reason) -> None:
-        self.value: Final = value
-        self.why: Final = why
+    value: float
+    why: Reason
 
     @property
     def reason(self) -> str:

@@ -5,20 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
 
 from policies.base import Score, Verdict
 from policies.snapshot import BackendView
 
 
+@dataclass(frozen=True, slots=True, eq=False)
 class Ranked:
-    """A surviving candidate with its combined weighted score (a plain class, as Score)."""
+    """A surviving candidate with its combined weighted score."""
 
-    __slots__ = ("backend", "total")
-
-    def __init__(self, backend: BackendView, total: float) -> None:
-        self.backend: Final = backend
-        self.total: Final = total
+    backend: BackendView
+    total: float
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Ranked):

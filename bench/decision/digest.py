@@ -8,8 +8,8 @@ backends, the cache-aware profile, dispatches remembered and the fleet kept busy
 dispatch would) and writes every decision as `describe_decision` renders it, less what is
 meant to differ between runs (the random id, timings, the creation time), one JSON line
 per decision, then prints the SHA-256 of those lines. Decision ids seed the pickers' tie
-breaks; here they come from a seeded generator in place of `os.urandom`, so a run is
-repeatable. It imports only names that
+breaks; here they come from one seeded byte stream in place of `os.urandom` (`SeededBytes`),
+so a run is repeatable. It imports only names that
 `bench.decision` has kept across layouts, so an older checkout is digested by its own
 code (before the bench's own layout step, `bench.decision` was one module beside
 `bench.decision_workload`; both layouts are read). Two trees whose digests match routed
@@ -48,10 +48,25 @@ VARYING = ("id", "timings_us", "total_us", "created_at")
 """What `describe_decision` gives that differs between runs of the same decisions."""
 
 
+class SeededBytes:
+    """One seeded byte stream, however it is asked for: ids drawn 8 bytes at a time or from
+    a pool of 4,096 come out the same, so trees that draw them differently compare."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = random.Random(seed)
+        self._buffer = b""
+
+    def take(self, n: int) -> bytes:
+        while len(self._buffer) < n:
+            self._buffer += self._rng.randbytes(4096)
+        taken, self._buffer = self._buffer[:n], self._buffer[n:]
+        return taken
+
+
 def digest_lines(prompt_tokens: int, requests: int) -> list[str]:
     """Every decision of `requests` seeded turns, as canonical JSON lines."""
     decision, workload = _workload()
-    os.urandom = random.Random(SEED).randbytes  # this process only: ids and tie breaks
+    os.urandom = SeededBytes(SEED).take  # this process only: ids and tie breaks
     args = decision.parse_args(["--prompt-tokens", str(prompt_tokens)])
     config = workload.fleet_config(args.backends, args.capacity_tokens)
     bench = decision.Bench.build(config, args)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import time
-import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -99,47 +98,6 @@ def _source(route: RouteConfig) -> str:
     return f"route:{route.name}"
 
 
-class DecisionIds:
-    """Random 8-byte decision ids (and seeds), read from the OS `_POOL` at a time.
-
-    `os.urandom` per decision is a system call that lets go of the GIL, which the telemetry
-    thread then takes: a thread switch per request on a busy core. A process forked with a
-    pool drops it, so that parent and child never hand out the same ids.
-    """
-
-    _POOL = 512
-
-    __slots__ = ("__weakref__", "_at", "_pool")
-
-    def __init__(self) -> None:
-        self._pool = b""
-        self._at = 0
-        _LIVE_IDS.add(self)
-
-    def next(self) -> bytes:
-        at = self._at
-        if at >= len(self._pool):
-            self._pool, at = os.urandom(8 * self._POOL), 0
-        self._at = at + 8
-        return self._pool[at : at + 8]
-
-    def drop(self) -> None:
-        self._pool, self._at = b"", 0
-
-
-_LIVE_IDS: weakref.WeakSet[DecisionIds] = weakref.WeakSet()
-"""Every DecisionIds alive in this process: one fork hook empties them all, however many
-routers config reloads have built (a hook per instance would grow with each reload)."""
-
-
-def _drop_all() -> None:
-    for ids in list(_LIVE_IDS):
-        ids.drop()
-
-
-os.register_at_fork(after_in_child=_drop_all)
-
-
 class Router:
     """Turns a client's model name and request into a ranked Decision."""
 
@@ -161,7 +119,6 @@ class Router:
         }
         self._state = state
         self._pipelines = pipelines
-        self._ids = DecisionIds()
         self.fingerprinter = Fingerprinter(counter or TokenCounter())
         # Backends that share a cache key share one index entry (e.g. a shared KV store);
         # each is predicted by its own cache rules (an engine's, a provider's).
@@ -190,7 +147,7 @@ class Router:
 
     def decide(self, route: RouteConfig, traits: RequestTraits) -> Leg:
         """Decide among `route`'s members that carry every tag required of them."""
-        raw_id = self._ids.next()
+        raw_id = os.urandom(8)
         prepared = self._prepared[route.name]
         placement = self._place(route, traits.required_tags)
         names = placement.allowed

@@ -114,10 +114,6 @@ class TelemetryPipe:
             batch = min(len(queue), _MAX_BATCH)
             for _ in range(batch):
                 self._hand_over(queue.popleft())
-                # Let go of the GIL between records: a request on the event loop's thread
-                # then waits for one record's sinks, not for the interpreter's 5 ms switch
-                # interval (the c=1 tail latency; A/B in docs/benchmarks.md).
-                time.sleep(0)
             for sink in self._batching:
                 try:
                     sink.flush()
