@@ -21,22 +21,19 @@ CPU per request at that concurrency, per chunk relayed).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-import uvloop
 import yaml
 
 from bench.cpu.cli import gateway_config
 from bench.cpu.turns import Cell, chunk_us, idle_turn, load_turn
 from bench.load import INGRESS_PATHS, Target
-from bench.procs import Server, free_port, install_interrupts, pin_self, thread_run_s
+from bench.procs import Server, free_port, run_measured, thread_run_s
 from bench.targets import INSTANT, PACED, Engine, _ready_or_stopped, start_emulator
 
 SERVER_CPUS = {0}
@@ -213,14 +210,10 @@ def _pythons(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    install_interrupts()
-    pin_self(CLIENT_CPUS)
-    with tempfile.TemporaryDirectory(prefix="switchyard-ab-") as tmp:
-        summary = uvloop.run(run(args, Path(tmp)))
-    print(render(summary))
-    if args.json is not None:
-        args.json.write_text(json.dumps(summary, indent=2) + "\n")
-    return 0
+    measured = partial(run, args)
+    return run_measured(
+        measured, render, cpus=CLIENT_CPUS, prefix="switchyard-ab-", json_path=args.json
+    )
 
 
 if __name__ == "__main__":

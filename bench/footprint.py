@@ -29,24 +29,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-import uvloop
 import yaml
 
 from bench.ab_trees import tree_command, tree_env
 from bench.cpu.cli import gateway_config
 from bench.load import Pool, Target, request_bytes
-from bench.procs import Server, free_port, install_interrupts, pin_self, sample
+from bench.procs import Server, free_port, run_measured, sample
 from bench.targets import INSTANT, PACED, start_emulator
 
 SERVER_CPUS = {0}
@@ -254,14 +252,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    install_interrupts()
-    pin_self(CLIENT_CPUS)
-    with tempfile.TemporaryDirectory(prefix="sy-footprint-") as tmp:
-        summary = uvloop.run(run(args, Path(tmp)))
-    print(render(summary))
-    if args.json is not None:
-        args.json.write_text(json.dumps(summary, indent=2) + "\n")
-    return 0
+    measured = partial(run, args)
+    return run_measured(
+        measured, render, cpus=CLIENT_CPUS, prefix="sy-footprint-", json_path=args.json
+    )
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -265,3 +266,29 @@ def install_interrupts() -> None:
     too. (Closing an event loop resets them: install again after one.)"""
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
+
+
+def run_measured(
+    run: Callable[[Path], Coroutine[Any, Any, dict[str, Any]]],
+    render: Callable[[dict[str, Any]], str],
+    *,
+    cpus: set[int],
+    prefix: str,
+    json_path: Path | None,
+) -> int:
+    """A side-by-side bench's main: interrupts stop it cleanly, the load generator pinned to
+    `cpus`, `run` given a scratch folder on uvloop, its summary printed by `render` and
+    written as JSON to `json_path` when given."""
+    import json
+    import tempfile
+
+    import uvloop
+
+    install_interrupts()
+    pin_self(cpus)
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        summary = uvloop.run(run(Path(tmp)))
+    print(render(summary))
+    if json_path is not None:
+        json_path.write_text(json.dumps(summary, indent=2) + "\n")
+    return 0
