@@ -320,7 +320,7 @@ print(" ".join(sorted(sys.modules)))
 _SERVED = """
 import asyncio, sys
 from gateway.config.root import load_config
-from gateway.http.app import create_app
+import gateway.http.app  # the served app's modules count too
 from gateway.process.service import probe_once, start_gateway, stop_gateway
 
 async def main() -> None:
@@ -328,7 +328,6 @@ async def main() -> None:
     await probe_once(gateway)
     await stop_gateway(gateway)
 
-create_app
 asyncio.run(main())
 print(" ".join(sorted(sys.modules)))
 """

@@ -29,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from policies import describe_decision  # the tree's own: both layouts export it here
+
 
 def _workload() -> tuple[ModuleType, ModuleType]:
     """The tree's decision bench and its workload, in either layout."""
@@ -85,8 +87,6 @@ def digest_lines(prompt_tokens: int, requests: int) -> list[str]:
 
 
 def _decided(bench: Any, raw: bytes, client: str) -> str:
-    from policies import describe_decision  # the tree's own, wherever it keeps it
-
     bench.load.finish(client)
     leg = bench.router.decide(bench.route, bench.traits(raw))
     chosen = leg.decision.chosen

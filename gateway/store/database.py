@@ -14,9 +14,6 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError, StatementError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-from gateway.store.config import DATABASE_URL_ENV as DATABASE_URL_ENV
-from gateway.store.config import resolve_url as resolve_url
-
 _MAX_ERROR_CHARS = 300
 _MASK = "***"
 
