@@ -8,7 +8,8 @@ SwitchyardError (providers.errors.ApiError: 500 internal_error)
 │   ├── InvalidConfig 400 (a reload's new file does not validate)
 │   ├── RestartRequired 409, NotReloading 409 (a reload that cannot be done)
 │   ├── CapacityExhausted 429
-│   │   └── RouteCoolingDown 429 (every backend of a route cooling down)
+│   │   ├── RouteCoolingDown 429 (every backend of a route cooling down)
+│   │   └── RequestShed 429 (flow control: late, queue full or timed out, displaced)
 │   ├── RateLimited 429 (a key's or route's RPM / TPM)
 │   └── BudgetExhausted 429 (a key's or route's spend limit)
 ├── ReloadFailed 500 (a reload's new config would not start)
@@ -121,6 +122,19 @@ class RouteCoolingDown(CapacityExhausted):
     for longer than the request may wait: try again after `retry_after_s`."""
 
     code = "backends_cooling_down"
+
+
+class RequestShed(CapacityExhausted):
+    """Flow control refused the request: it could not start in time for its TTFT target
+    (`deadline_unmeetable`), its route's queue was full (`queue_full`), it was held the
+    longest a request may be (`queue_timeout`), or a higher class took its place
+    (`request_shed`). Try again after `retry_after_s`."""
+
+    code = "request_shed"
+
+    def __init__(self, message: str, *, code: str, retry_after_s: float) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
+        self.code = code
 
 
 class RateLimited(ClientError):

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     # Only named in the picker's signature; policies.decision builds on this module.
     from policies.decision import Ranked
 
-Role = Literal["filter", "scorer", "picker"]
+Role = Literal["filter", "scorer", "picker", "order"]
+"""`order`: an admission queue's ordering policy (`policies.order`), never in a routing
+profile."""
 
 
 Reason = str | Callable[[], str]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Generic, Protocol, TypeVar, overload
 
 from policies.base import Policy, Role
 
@@ -30,18 +30,30 @@ class BuiltinPolicy(PolicyFactory, Protocol):
     def type_name(self) -> str: ...
 
 
+class Registrable(Protocol):
+    """What a registry needs of a class: its role and its type name."""
+
+    @property
+    def role(self) -> Role: ...
+
+    @property
+    def type_name(self) -> str: ...
+
+
 F = TypeVar("F", bound=BuiltinPolicy)
+R = TypeVar("R", bound=Registrable)
 
 
-class PolicyRegistry:
+class PolicyRegistry(Generic[R]):
     """Policy classes by `type_name`, and by the alias without the role suffix (as in
-    SGLang's policy factory: `least-load` for `least-load-scorer`)."""
+    SGLang's policy factory: `least-load` for `least-load-scorer`). The routing policies
+    have one, the queue's order policies (`policies.order`) another."""
 
     def __init__(self) -> None:
-        self._canonical: dict[str, BuiltinPolicy] = {}
-        self._aliases: dict[str, BuiltinPolicy] = {}
+        self._canonical: dict[str, R] = {}
+        self._aliases: dict[str, R] = {}
 
-    def add(self, factory: BuiltinPolicy, *, alias: bool = True) -> None:
+    def add(self, factory: R, *, alias: bool = True) -> None:
         """Record `factory`; a type name without its role suffix, or a type name or alias
         already taken, is refused (ValueError)."""
         type_name = factory.type_name
@@ -58,14 +70,14 @@ class PolicyRegistry:
         if alias:
             self._aliases[short] = factory
 
-    def names(self) -> Mapping[str, BuiltinPolicy]:
+    def names(self) -> Mapping[str, R]:
         """Every type name, then every alias, each sorted (whatever order the modules were
         imported in); read-only."""
         canonical, aliases = sorted(self._canonical.items()), sorted(self._aliases.items())
         return MappingProxyType(dict(canonical + aliases))
 
 
-BUILTIN_POLICIES = PolicyRegistry()
+BUILTIN_POLICIES = PolicyRegistry[BuiltinPolicy]()
 """The built-ins' registry, filled as `policies.builtins` imports their modules."""
 
 

@@ -29,7 +29,7 @@ METHOD_FOR_ROLE: Mapping[str, str] = MappingProxyType(
 )
 
 
-def params_model(factory: PolicyFactory) -> type[PolicyParams]:
+def params_model(factory: object) -> type[PolicyParams]:
     """The factory's `Params` class (mypy cannot state a nested class in a protocol)."""
     model: type[PolicyParams] = getattr(factory, "Params")  # noqa: B009
     return model
@@ -43,7 +43,7 @@ def resolve(type_name: str) -> PolicyFactory:
     if ":" not in type_name and "." not in type_name:
         known = ", ".join(sorted(BUILTINS))
         raise PolicyConfigError([f"unknown policy type {type_name!r} (built-ins: {known})"])
-    cls = _import(type_name)
+    cls = import_dotted(type_name)
     _check_policy_class(type_name, cls)
     return cast(PolicyFactory, cls)
 
@@ -62,7 +62,8 @@ def create(cfg: PolicyConfig, *, path: str = "policy") -> Policy:
     return factory(cfg.name, params)
 
 
-def _import(dotted: str) -> object:
+def import_dotted(dotted: str) -> object:
+    """The object named by `pkg.module:attr` or `pkg.module.attr`; PolicyConfigError."""
     module_name, sep, attr = dotted.partition(":")
     if not sep:
         module_name, _, attr = dotted.rpartition(".")

@@ -43,6 +43,9 @@ class BackendView:
     """Requests the engine itself reports queued, not yet admitted; None as above."""
     engine_kv_usage: float | None = None
     """Fraction (0..1) of the KV cache the engine reports in use; None as above."""
+    engine_stale: bool = False
+    """The engine's load is polled but no current reading says it: the last is older than
+    its `stale_after_s`, or every poll failed. A saturation detector counts it as full."""
     context_window_tokens: int | None = None
     """Prompt plus output tokens one sequence may hold for the route's model here; None
     when unknown."""

@@ -134,6 +134,7 @@ class Rule:
 
 
 LOWER_ROOMS = (
+    "gateway.admission",
     "gateway.config",
     "gateway.fleet",
     "gateway.prefix",
@@ -146,6 +147,7 @@ LOWER_ROOMS = (
 """The rooms under the HTTP edge and the process: the request path and the config schema."""
 
 SECTION_SCHEMAS = (
+    "gateway.admission.config",
     "gateway.config",
     "gateway.errors",
     "gateway.prefix.cache_semantics",
@@ -220,6 +222,10 @@ RULES = [
     Rule("gateway.fleet", "gateway.quality", "health and quality are separate detectors"),
     Rule("gateway.fleet", "gateway.routing", "the router reads the fleet, not back"),
     Rule("gateway.quality", "gateway.telemetry", "telemetry reads quality, not back"),
+    *(
+        Rule(room, "gateway.admission", "flow control acts on the fleet and the router, not back")
+        for room in ("gateway.fleet", "gateway.routing", "gateway.prefix", "gateway.quality")
+    ),
     Rule("gateway.quality", "gateway.routing", "the router reads quality, not back"),
     *(
         Rule("gateway.tenancy", part, "who may call and how much is decided before routing")

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
+from gateway.admission.config import FlowControlConfig
 from gateway.config.backends import BackendConfig
 from gateway.config.bounds import BoundsConfig
 from gateway.config.demo import DemoConfig
@@ -162,6 +163,7 @@ class Config(StrictConfig):
     keys: KeysConfig = KeysConfig()
     limits: LimitsConfig = LimitsConfig()
     budgets: BudgetsConfig = BudgetsConfig()
+    flow_control: FlowControlConfig = FlowControlConfig()
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:

@@ -69,6 +69,9 @@ class FleetState:
             for b in configs
         }
         self._route_seq: dict[str, int] = {}
+        self.on_change: Callable[[], None] | None = None
+        """Called when a backend may have gained room (a prefill or a request ended, a
+        new engine or peer reading): flow control's queue looks again. Must not block."""
 
     def next_seq(self, route: str) -> int:
         seq = self._route_seq.get(route, 0)
@@ -135,6 +138,7 @@ class FleetState:
             engine_running=running,
             engine_waiting=waiting,
             engine_kv_usage=kv_usage,
+            engine_stale=state.engine.stale(now),
             context_window_tokens=self._context_window(state),
             tags=state.tags,
             provider_tokens_left=self._tokens_left(state, now),
@@ -181,6 +185,7 @@ class FleetState:
         state = self._backends[name]
         state.queued_prefill_tokens = max(0, state.queued_prefill_tokens - uncached_tokens)
         state.view = None
+        self._changed()
 
     def decode_started(self, name: str) -> None:
         state = self._backends[name]
@@ -191,6 +196,7 @@ class FleetState:
         state = self._backends[name]
         state.decoding -= 1
         state.view = None
+        self._changed()
 
     def release(self, name: str) -> None:
         state = self._backends[name]
@@ -203,6 +209,11 @@ class FleetState:
             if engine.metrics is not None:
                 engine.metrics.supersede(now)
         state.view = None
+        self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            self.on_change()
 
     def estimates(self, name: str) -> BackendEstimates:
         return self._backends[name].estimates
@@ -236,6 +247,7 @@ class FleetState:
         for name, state in self._backends.items():
             state.remote = load.get(name, (0, 0, 0))
             state.view = None
+        self._changed()
 
     def record_engine_load(self, name: str, load: EngineLoad | None, error: str = "") -> None:
         """A /metrics scrape: `load`, or None with `error` saying why there was none. A
@@ -244,6 +256,7 @@ class FleetState:
         if state.engine.metrics is not None:
             state.engine.metrics.record(load, error, self._clock())
             state.view = None
+            self._changed()
 
     def record_engine_slots(self, name: str, slots: EngineSlots | None, error: str = "") -> None:
         """A /slots poll of llama-server, as `record_engine_load`."""
@@ -251,6 +264,7 @@ class FleetState:
         if state.engine.slots is not None:
             state.engine.slots.record(slots, error, self._clock())
             state.view = None
+            self._changed()
 
     def learn_context_window(self, name: str, tokens: int) -> None:
         """The context window per sequence the engine reports (llama-server's /props); a

@@ -60,6 +60,8 @@ class Exchange:
     finished: bool = False
     caller: Caller | None = None
     """The client key's rules and team; None when client auth is off."""
+    charge: Callable[[int], None] | None = None
+    """Counts an answer's output tokens towards its tenant's service (flow control)."""
 
     def answered(self, status: int, usage: Usage | None, collect: Collect) -> None:
         """A whole (non-streaming) response came back from the lease's backend."""
@@ -123,6 +125,8 @@ class Exchange:
         decode_s: float | None = None,
     ) -> None:
         self.finished = True
+        if self.charge is not None and usage is not None:
+            self.charge(usage.completion_tokens)
         record = self._record()
         record.status, record.served_by = status, served_by
         elapsed = time.monotonic() - self.started

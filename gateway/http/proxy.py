@@ -49,6 +49,8 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import Receive, Scope, Send
 
+    from gateway.admission.classes import Standing
+    from gateway.admission.controller import Admission
     from gateway.config.root import Config, RouteConfig
     from gateway.http.dialect import Dialect, Translation
     from gateway.http.ingress import ProxyPath
@@ -83,6 +85,8 @@ class Gateway(Protocol):
     def quality(self) -> QualityRecorder | None: ...
     @property
     def drain(self) -> Drain: ...
+    @property
+    def admission(self) -> Admission | None: ...
     def authorize(self, authorization: str | None) -> Caller | None: ...
 
 
@@ -192,6 +196,8 @@ async def _respond(
         )
         route = gateway.router.route(head.model)
         traits = keyed_traits(exchange.caller, route.name, traits_of(endpoint, body, head, headers))
+        admission = gateway.admission
+        standing = admission.standing(exchange.caller, headers) if admission is not None else None
         route, budget = await budgeted_route(
             gateway.tenancy.budgets, gateway.router, exchange.caller, route
         )
@@ -220,6 +226,8 @@ async def _respond(
     )
     answer_headers = {"x-switchyard-decision": decision.id, **budget, **limits}
     try:
+        if admission is not None and standing is not None:
+            await _hold(admission, exchange, route, plan, standing, answer_headers)
         if traits.stream:
             return await _open_stream(
                 gateway, exchange, translation, plan, upstream, answer_headers
@@ -236,6 +244,30 @@ async def _respond(
         if not exchange.finished:
             exchange.failed(500, "internal_error")
         raise
+
+
+async def _hold(
+    admission: Admission,
+    exchange: Exchange,
+    route: RouteConfig,
+    plan: RoutePlan,
+    standing: Standing,
+    headers: dict[str, str],
+) -> None:
+    """Flow control: return when the request may go (on `plan`'s first leg, perhaps
+    decided again or a fallback route's); RequestShed when it may not."""
+    record = exchange.record
+    assert record is not None
+    try:
+        await admission.admit(route, plan, standing, record)
+    finally:
+        held = record.held
+        if held is not None:
+            headers["x-switchyard-admission"] = held.outcome
+            headers["x-switchyard-queue-ms"] = f"{held.waited_ms:.1f}"
+    if record.held is not None:
+        tenant = standing.tenant
+        exchange.charge = partial(admission.charge_answer, tenant)
 
 
 async def _send(

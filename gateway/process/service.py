@@ -19,6 +19,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from gateway.admission.controller import Admission
 from gateway.config.backends import BackendConfig, price_book
 from gateway.config.root import Config
 from gateway.fleet.scrape.engine_scrape import EngineScraper, scrape_targets
@@ -65,6 +66,8 @@ class Gateway:
     """Polls llama-server's /slots and /props for the `kind: llama-cpp` backends."""
     quality: QualityRecorder | None = None
     prober: Prober | None = None
+    admission: Admission | None = None
+    """This generation's flow control: its queues and their pump."""
     drain: Drain = field(default_factory=Drain)
     """Whether the process is shutting down, and the streams it may have to end."""
     _opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
@@ -138,7 +141,10 @@ async def start_gateway(config: Config) -> Gateway:
 
 
 async def stop_gateway(gateway: Gateway) -> None:
-    """Stop the loops, then telemetry, then close the providers (stopping their engines)."""
+    """Refuse what is held, stop the loops, then telemetry, then close the providers
+    (stopping their engines)."""
+    if gateway.admission is not None:
+        await gateway.admission.close()
     await gateway._loops.aclose()
     await gateway._opened.aclose()
     await close_providers(gateway.providers.values())
@@ -234,6 +240,7 @@ def _assemble(
         llama_cpp=LlamaCppScraper(llama_targets, state) if llama_targets else None,
         quality=quality,
         prober=_prober(config, book, providers) if book is not None else None,
+        admission=Admission(config.flow_control, state),
     )
 
 

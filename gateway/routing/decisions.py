@@ -4,7 +4,7 @@ request's decision and placement, the fallback routes it moved on to, and every 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -39,6 +39,30 @@ class FallbackLeg:
     placement: Placement | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class HeldNote:
+    """What flow control did with a request before its dispatch."""
+
+    priority: str
+    tenant: str
+    outcome: str
+    """`immediate` (a candidate had room), `queued` (held, then released), `fallback`
+    (moved to a fallback route), or why it was refused (`deadline_unmeetable`,
+    `queue_full`, `queue_timeout`, `request_shed`)."""
+    waited_ms: float
+    reason: str
+    """Why it went when it did, or why it did not."""
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "priority": self.priority,
+            "tenant": self.tenant,
+            "outcome": self.outcome,
+            "waited_ms": round(self.waited_ms, 3),
+            "reason": self.reason,
+        }
+
+
 @dataclass(slots=True)
 class DecisionRecord:
     decision: Decision
@@ -56,7 +80,15 @@ class DecisionRecord:
     members they excluded (None: not recorded, as in records made before routing)."""
     cool_down_wait_ms: float = 0.0
     """Time spent waiting for a route whose every backend was cooling down."""
+    held: HeldNote | None = None
+    """What flow control did (None: it did not look at the request)."""
     _rendered: bytes | None = None
+
+    def redecided(self, decision: Decision, work: PromptWork, placement: Placement) -> None:
+        """The first route was decided again (flow control released the request): the
+        new decision keeps the record's id, which the client has been told."""
+        self.decision = replace(decision, id=self.decision.id)
+        self.work, self.placement = work, placement
 
     @property
     def served_attempt(self) -> Attempt | None:
@@ -115,6 +147,7 @@ class DecisionRecord:
             for a in self.attempts
         ]
         out["cool_down_wait_ms"] = round(self.cool_down_wait_ms, 3)
+        out["held"] = self.held.describe() if self.held is not None else None
         out["status"] = self.status
         out["served_by"] = self.served_by
         served = self.served_attempt

@@ -184,7 +184,8 @@ class Router:
         decision = self._pipelines[route.profile].decide(
             snapshot, list(views.values()), raw_id.hex()
         )
-        return Leg(route, decision, work, placement, work.prompt_tokens + (info.max_tokens or 0))
+        budget = work.prompt_tokens + (info.max_tokens or 0)
+        return Leg(route, decision, work, placement, budget, snapshot)
 
     def _place(self, route: RouteConfig, requirement: TagRequirement) -> Placement:
         """The route's members allowed by `requirement` plus the route's own tags."""
@@ -239,6 +240,16 @@ class Leg:
     """Which members the request's tags allowed; the decision saw only those."""
     budget_tokens: int = 0
     """The prompt plus `max_tokens`: what a provider's token budget may charge it."""
+    snapshot: Snapshot | None = None
+    """What the decision saw: flow control predicts from it whether a backend has room."""
+
+    def prefer(self, backend: str) -> Leg:
+        """This leg with `backend` tried first, the decision's order otherwise kept."""
+        order = self.decision.order
+        if order and order[0] == backend:
+            return self
+        rest = tuple(name for name in order if name != backend)
+        return replace(self, decision=replace(self.decision, order=(backend, *rest)))
 
     @property
     def empty_reason(self) -> str:
@@ -253,7 +264,7 @@ class RoutePlan:
     its fallbacks (`fallback_chain`), each decided only when the dispatcher reaches it.
     Per request; its one piece of state is how far along the chain it is."""
 
-    __slots__ = ("_rest", "_router", "_traits", "first")
+    __slots__ = ("_first_route", "_rest", "_router", "_traits", "first")
 
     def __init__(self, router: Router, chain: Sequence[RouteConfig], traits: RequestTraits) -> None:
         first = chain[0]
@@ -262,8 +273,25 @@ class RoutePlan:
         if required is not traits.required_tags:  # `require` returns itself when it adds none
             traits = replace(traits, required_tags=required)
         self._router, self._traits = router, traits
+        self._first_route = first
         self._rest = list(chain[1:])
         self.first = router.decide(first, self._traits)
+
+    @property
+    def traits(self) -> RequestTraits:
+        return self._traits
+
+    def redecide(self) -> Leg:
+        """The first route decided again, on the fleet as it is now (a request released
+        from a queue goes where the fleet has room then, not where it had none)."""
+        self.first = self._router.decide(self._first_route, self._traits)
+        return self.first
+
+    def peek_fallback(self) -> Leg | None:
+        """The next route's decision now, without moving on to it."""
+        if not self._rest:
+            return None
+        return self._router.decide(self._rest[0], self._traits)
 
     @property
     def has_fallback(self) -> bool:

@@ -72,6 +72,17 @@ class EngineReadings:
             slots is not None and slots.fresh(now) is not None,
         )
 
+    def stale(self, now: float) -> bool:
+        """Whether the engine's `/metrics` is polled and says nothing current: its last
+        reading is older than `stale_after_s`, or every poll so far failed. A reading
+        superseded by a freed slot is not stale (the next poll is due soon)."""
+        polled = self.metrics
+        if polled is None:
+            return False
+        if polled.value is None:
+            return polled.failures > 0
+        return now - polled.at > polled.stale_after_s
+
     def load(self, now: float) -> tuple[int | None, int | None, float | None]:
         """(running, waiting, KV usage) as the engine reports them now, None where no
         fresh reading says. Busy slots, when fresh, are the running requests."""

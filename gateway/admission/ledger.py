@@ -1,0 +1,54 @@
+"""Each tenant's recent service: tokens (input, plus output at `output_weight` each),
+decayed with a half-life, over the tenant's weight. What `fair-share-order` reads."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from gateway.admission.config import TenantsConfig
+
+
+class ServiceLedger:
+    """Decayed service per tenant; at most `max_tenants`, the least recently charged
+    forgotten first (a forgotten tenant counts as unserved, which favours it: bounded
+    memory errs towards fairness to newcomers)."""
+
+    def __init__(self, config: TenantsConfig) -> None:
+        self._config = config
+        self._rate = math.log(2) / config.half_life_s
+        self._entries: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        """tenant -> (service at `at`, at)."""
+
+    def charge(self, tenant: str, tokens: float, now: float) -> None:
+        if tokens <= 0:
+            return
+        entries = self._entries
+        value = self._decayed(tenant, now) + tokens
+        entries[tenant] = (value, now)
+        entries.move_to_end(tenant)
+        while len(entries) > self._config.max_tenants:
+            entries.popitem(last=False)
+
+    def charge_answer(self, tenant: str, completion_tokens: int, now: float) -> None:
+        """An answer's output tokens, at `output_weight` each."""
+        self.charge(tenant, completion_tokens * self._config.output_weight, now)
+
+    def weighted(self, tenants: Iterable[str], now: float) -> Mapping[str, float]:
+        """Each tenant's decayed service divided by its weight."""
+        weights, default = self._config.weights, self._config.default_weight
+        return {t: self._decayed(t, now) / weights.get(t, default) for t in set(tenants)}
+
+    def _decayed(self, tenant: str, now: float) -> float:
+        entry = self._entries.get(tenant)
+        if entry is None:
+            return 0.0
+        value, at = entry
+        return value * math.exp(-self._rate * max(0.0, now - at))
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,93 @@
+"""Tenants' decayed service, and a request's class and tenant from its key and headers."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gateway.admission.classes import ANONYMOUS, Classifier
+from gateway.admission.config import FlowControlConfig, TenantsConfig
+from gateway.admission.ledger import ServiceLedger
+from gateway.errors import InvalidRequest
+from gateway.tenancy.caller import Caller
+
+
+def test_service_halves_every_half_life_and_divides_by_weight() -> None:
+    ledger = ServiceLedger(TenantsConfig(half_life_s=10, weights={"gold": 4}))
+    ledger.charge("gold", 800, now=0)
+    ledger.charge("lead", 800, now=0)
+    ledger.charge_answer("lead", 100, now=0)  # output tokens count twice
+    seen = ledger.weighted(["gold", "lead", "new"], now=10)
+    assert seen["gold"] == pytest.approx(100)
+    assert seen["lead"] == pytest.approx(500)
+    assert seen["new"] == 0
+
+
+def test_the_ledger_forgets_the_stalest_tenant_first() -> None:
+    ledger = ServiceLedger(TenantsConfig(max_tenants=2))
+    for i, tenant in enumerate(["a", "b", "a", "c"]):
+        ledger.charge(tenant, 10, now=i)
+    assert len(ledger) == 2
+    assert ledger.weighted(["b"], now=4)["b"] == 0
+    assert ledger.weighted(["a"], now=4)["a"] > 0
+    assert not math.isnan(ledger.weighted(["c"], now=4)["c"])
+
+
+def flow(**fields: object) -> FlowControlConfig:
+    return FlowControlConfig.model_validate(fields)
+
+
+def caller(key: str = "k1", team: str | None = None) -> Caller:
+    return Caller(key_id=key, kind="virtual", team=team)
+
+
+@pytest.mark.parametrize(
+    ("headers", "key", "cls", "tenant"),
+    [
+        ({}, None, "standard", ANONYMOUS),
+        ({"x-switchyard-priority": "batch"}, None, "batch", ANONYMOUS),
+        ({"x-switchyard-tenant": "acme"}, None, "standard", "acme"),
+        ({"x-switchyard-tenant": "acme"}, caller(), "standard", "key:k1"),
+        # The key's class is the highest it may claim; the header may lower it.
+        ({}, caller("vip"), "interactive", "key:vip"),
+        ({"x-switchyard-priority": "interactive"}, caller("cheap"), "batch", "key:cheap"),
+        ({"x-switchyard-priority": "sheddable"}, caller("vip"), "sheddable", "key:vip"),
+        ({}, caller("x", team="ops"), "interactive", "key:x"),
+    ],
+)
+def test_standing(headers: dict[str, str], key: Caller | None, cls: str, tenant: str) -> None:
+    config = flow(
+        classes=[
+            {"name": "interactive", "band": 0, "keys": ["vip"], "teams": ["ops"]},
+            {"name": "standard", "band": 1},
+            {"name": "batch", "band": 2, "keys": ["cheap"]},
+            {"name": "sheddable", "band": 3, "sheddable": True},
+        ]
+    )
+    standing = Classifier(config).standing(key, headers)
+    assert (standing.cls.name, standing.tenant) == (cls, tenant)
+
+
+def test_tenant_by_team_then_header() -> None:
+    classifier = Classifier(flow(tenants={"by": ["team", "header"]}))
+    assert classifier.standing(caller(team="ml"), {}).tenant == "team:ml"
+    assert classifier.standing(caller(), {"x-switchyard-tenant": "h"}).tenant == "h"
+
+
+def test_an_unknown_class_is_the_clients_error() -> None:
+    with pytest.raises(InvalidRequest, match="unknown class 'urgent'"):
+        Classifier(flow()).standing(None, {"x-switchyard-priority": "urgent"})
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        ({"default_class": "gold"}, "default_class: 'gold' is not a class"),
+        ({"classes": [{"name": "a", "band": 0}, {"name": "a", "band": 1}]}, "each class name"),
+        ({"order": [{"type": "nope-order"}]}, "order.0.type: unknown order policy"),
+    ],
+)
+def test_flow_control_config_problems(fields: dict[str, object], problem: str) -> None:
+    with pytest.raises(ValueError, match=problem):
+        flow(**fields)
