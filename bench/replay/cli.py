@@ -13,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from .classes import ClassRule, with_classes
 from .fleet import EngineOptions
 from .hybrid import CLOUDS, LOCAL_COUNT, describe_hybrid
 from .metrics import Slo
@@ -69,6 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--time-scale", type=positive(float), help="trace and engine time factor (default: auto)"
     )
     parser.add_argument("--send-session", action="store_true", help="send x-session-id")
+    add_class_arguments(parser)
     parser.add_argument("--ttft-slo-ms", type=positive(float), default=2000.0)
     parser.add_argument("--tpot-slo-ms", type=positive(float), default=60.0)
     parser.add_argument("--fleet-size", type=positive(int), default=engine.count)
@@ -92,6 +94,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_class_arguments(parser: argparse.ArgumentParser) -> None:
+    rule = ClassRule()
+    parser.add_argument(
+        "--classes",
+        action="store_true",
+        help="give requests without a priority/tenant in the trace one by a seeded rule, "
+        "per session (trace values are always sent)",
+    )
+    parser.add_argument(
+        "--class-seed", type=int, metavar="N", help=f"the rule's seed (default {rule.seed})"
+    )
+    parser.add_argument(
+        "--interactive-share",
+        type=float,
+        metavar="F",
+        help=f"share of sessions 'interactive', the rest 'batch' "
+        f"(default {rule.interactive_share:g})",
+    )
+    parser.add_argument(
+        "--tenant-weights",
+        type=weights,
+        metavar="W,W,...",
+        help="relative shares of sessions per tenant, tenant-0 first "
+        f"(default {','.join(f'{w:g}' for w in rule.tenant_weights)})",
+    )
+
+
+def weights(text: str) -> tuple[float, ...]:
+    """An argparse type: comma-separated numbers above 0, at least one."""
+    try:
+        parsed = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected numbers like 10,3,1, got {text}") from None
+    if not all(math.isfinite(w) and w > 0 for w in parsed):
+        raise argparse.ArgumentTypeError(f"every weight must be > 0, got {text}")
+    return parsed
+
+
+def class_rule(args: argparse.Namespace) -> ClassRule | None:
+    """The seeded rule if `--classes`; ValueError for its settings without it, or bad ones."""
+    given = {
+        "seed": args.class_seed,
+        "interactive_share": args.interactive_share,
+        "tenant_weights": args.tenant_weights,
+    }
+    chosen = {name: value for name, value in given.items() if value is not None}
+    if not args.classes:
+        if chosen:
+            raise ValueError(
+                "--class-seed, --interactive-share and --tenant-weights need --classes"
+            )
+        return None
+    return ClassRule(**chosen)
+
+
 def _engines(args: argparse.Namespace, time_scale: float) -> EngineOptions:
     models = tuple(dict.fromkeys((UPSTREAM_MODEL, args.route)))
     hybrid = args.fleet == "hybrid"
@@ -108,7 +165,11 @@ def _engines(args: argparse.Namespace, time_scale: float) -> EngineOptions:
 
 
 def parameters(
-    args: argparse.Namespace, trace: Trace, engines: EngineOptions, default_scale: bool
+    args: argparse.Namespace,
+    trace: Trace,
+    engines: EngineOptions,
+    default_scale: bool,
+    rule: ClassRule | None = None,
 ) -> dict[str, Any]:
     return {
         "trace": str(args.trace),
@@ -119,6 +180,7 @@ def parameters(
         "time_scale_is_default": default_scale,
         "route": args.route,
         "send_session": args.send_session,
+        "class_rule": rule.describe() if rule is not None else None,
         "ttft_slo_ms": args.ttft_slo_ms,
         "tpot_slo_ms": args.tpot_slo_ms,
         **engines.describe(),
@@ -170,12 +232,13 @@ def run(args: argparse.Namespace) -> int:
             HYBRID_POLICIES if args.fleet == "hybrid" else DEFAULT_POLICIES
         )
         targets = targets_from([p.strip() for p in chosen.split(",") if p.strip()], args.config)
+        rule = class_rule(args)
     except (TraceError, ValueError, OSError) as exc:
         print(f"replay: {exc}", file=sys.stderr)
         return 2
     scale = args.time_scale or default_time_scale(trace.nominal_span_s())
     engines = _engines(args, scale)
-    params = parameters(args, trace, engines, args.time_scale is None)
+    params = parameters(args, trace, engines, args.time_scale is None, rule)
     references = offline_references(trace, engines.count, engines.kv_capacity_tokens)
     params.update(references.parameters())
     oracle, pooled = references.oracle.hit_ratio, references.pooled_kv_hit_ratio
@@ -187,7 +250,7 @@ def run(args: argparse.Namespace) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         settings = ReplaySettings(
             trace=trace,
-            requests=trace.requests,
+            requests=with_classes(trace.requests, rule) if rule is not None else trace.requests,
             route=args.route,
             engines=engines,
             slo=Slo(args.ttft_slo_ms, args.tpot_slo_ms),

@@ -1,13 +1,17 @@
 """A cheap streaming client: sends trace requests and times TTFT and the end of each stream.
 
 Only what is measured is parsed: chunks are decoded until the first token, after that a
-chunk is only decoded when its bytes mention `usage` or `error`.
+chunk is only decoded when its bytes mention `usage` or `error`. A request's priority class
+and tenant go out as headers; the gateway's admission headers (queue wait, how it was
+admitted) and a refusal's `error.code` come back into the result.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -19,6 +23,10 @@ from .trace import Trace, TraceRequest
 BACKEND_HEADER = "x-switchyard-backend"
 DECISION_HEADER = "x-switchyard-decision"
 SESSION_HEADER = "x-session-id"
+PRIORITY_HEADER = "x-switchyard-priority"
+TENANT_HEADER = "x-switchyard-tenant"
+QUEUE_MS_HEADER = "x-switchyard-queue-ms"
+ADMISSION_HEADER = "x-switchyard-admission"
 _ERROR_BODY_BYTES = 300
 _NULL_USAGE = (b'"usage":null', b'"usage": null')
 
@@ -26,13 +34,14 @@ _NULL_USAGE = (b'"usage":null', b'"usage": null')
 class _Stream:
     """What has been read from one SSE stream so far."""
 
-    __slots__ = ("done", "error", "first_token_at", "timings", "usage")
+    __slots__ = ("done", "error", "error_code", "first_token_at", "timings", "usage")
 
     def __init__(self) -> None:
         self.first_token_at: float | None = None
         self.usage: dict[str, Any] | None = None
         self.timings: dict[str, Any] | None = None
         self.error: str | None = None
+        self.error_code: str | None = None
         self.done = False
 
     def feed(self, payload: bytes) -> None:
@@ -46,6 +55,7 @@ class _Stream:
             return
         if event.get("error") is not None:
             self.error = f"error event: {_error_message(event)}"
+            self.error_code = _error_code(event)
         usage = event.get("usage")
         if isinstance(usage, dict):
             self.usage = usage
@@ -77,6 +87,12 @@ def _error_message(body: Any) -> str:
     if isinstance(error, dict):
         return str(error.get("message", error))[:_ERROR_BODY_BYTES]
     return str(error if error is not None else body)[:_ERROR_BODY_BYTES]
+
+
+def _error_code(body: Any) -> str | None:
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def new_session(request_timeout_s: float) -> aiohttp.ClientSession:
@@ -111,12 +127,15 @@ class HttpTransport:
         headers = {"content-type": "application/json"}
         if self._send_session and request.session is not None:
             headers[SESSION_HEADER] = request.session
+        if request.priority is not None:
+            headers[PRIORITY_HEADER] = request.priority
+        if request.tenant is not None:
+            headers[TENANT_HEADER] = request.tenant
         result = RequestResult(request.id, ok=False, sent_at=time.perf_counter(), done_at=0.0)
         try:
             async with self._session.post(self._url, data=body, headers=headers) as response:
                 result.status = response.status
-                result.backend = response.headers.get(BACKEND_HEADER)
-                result.decision_id = response.headers.get(DECISION_HEADER)
+                _take_headers(response.headers, result)
                 await _read_response(response, request.stream, result)
         except (aiohttp.ClientError, TimeoutError, OSError, ValueError) as exc:
             result.ok = False
@@ -125,12 +144,31 @@ class HttpTransport:
         return result
 
 
+def _take_headers(headers: Mapping[str, str], result: RequestResult) -> None:
+    result.backend = headers.get(BACKEND_HEADER)
+    result.decision_id = headers.get(DECISION_HEADER)
+    result.admission = headers.get(ADMISSION_HEADER)
+    queue_ms = headers.get(QUEUE_MS_HEADER)
+    if queue_ms is not None:
+        result.queue_ms = _milliseconds(queue_ms)
+
+
+def _milliseconds(text: str) -> float | None:
+    """A header's duration; None for one that is not a finite number >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 async def _read_response(
     response: aiohttp.ClientResponse, stream: bool, result: RequestResult
 ) -> None:
     if response.status != 200:
-        raw = await response.read()
-        result.error = f"HTTP {response.status}: {_error_text(raw)}"
+        message, result.error_code = _refusal(await response.read())
+        code = f" {result.error_code}" if result.error_code else ""
+        result.error = f"HTTP {response.status}{code}: {message}"
         return
     if not stream:
         payload = orjson.loads(await response.read())
@@ -148,14 +186,17 @@ async def _read_response(
     result.first_token_at = state.first_token_at
     _take_usage(result, state.usage, state.timings)
     result.error = state.error or (None if state.done else "stream ended without [DONE]")
+    result.error_code = state.error_code
     result.ok = result.error is None
 
 
-def _error_text(raw: bytes) -> str:
+def _refusal(raw: bytes) -> tuple[str, str | None]:
+    """An error body's message and OpenAI `error.code`, decoded once."""
     try:
-        return _error_message(orjson.loads(raw))
+        body = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return raw[:_ERROR_BODY_BYTES].decode(errors="replace")
+        return raw[:_ERROR_BODY_BYTES].decode(errors="replace"), None
+    return _error_message(body), _error_code(body)
 
 
 def _take_usage(result: RequestResult, usage: Any, timings: Any = None) -> None:

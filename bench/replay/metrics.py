@@ -69,7 +69,8 @@ def _present(values: Iterable[float | None]) -> list[float]:
     return [v for v in values if v is not None]
 
 
-def _spread(prefix: str, values: list[float], qs: Sequence[int]) -> dict[str, float | None]:
+def spread(prefix: str, values: list[float], qs: Sequence[int]) -> dict[str, float | None]:
+    """`{prefix}_p{q}` for each q: percentiles of `values`, rounded; None when empty."""
     return {f"{prefix}_p{q}": _round(percentile(values, q)) for q in qs}
 
 
@@ -84,9 +85,9 @@ def latency_summary(results: Sequence[RequestResult], scale: float) -> dict[str,
     # How late the client sent (wall ms): large values mean the load generator lagged.
     lag = [max(0.0, r.sent_at - r.due_at) * 1000 for r in results]
     return {
-        **_spread("ttft_ms", ttft, (50, 90, 99)),
-        **_spread("tpot_ms", tpot, (50, 99)),
-        **_spread("e2e_ms", e2e, (50, 99)),
+        **spread("ttft_ms", ttft, (50, 90, 99)),
+        **spread("tpot_ms", tpot, (50, 99)),
+        **spread("e2e_ms", e2e, (50, 99)),
         "dispatch_lag_ms_p99": _round(percentile(lag, 99)),
     }
 

@@ -80,7 +80,7 @@ def complete_row(row: dict[str, Any], oracle: float, parameters: dict[str, Any])
     full = {"policy": row["policy"], "error": row.get("error")}
     full.update({key: row.get(key) for key in MEASURE_KEYS})
     full["oracle_hit_ratio"] = round(oracle, 4)
-    full.update(backends={}, engine_stats={}, error_kinds={}, notes=[])
+    full.update(backends={}, engine_stats={}, error_kinds={}, notes=[], by_class={}, by_tenant={})
     extra = {k: v for k, v in row.items() if k not in MEASURE_KEYS and k != "cost_model"}
     # The cost model the engines really ran (an older emulator falls back to linear).
     used = {**parameters, "cost_model": row.get("cost_model", parameters.get("cost_model"))}
@@ -109,7 +109,39 @@ def render(rows: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> str:
         out += ["", "Cost (USD; good = met both SLOs):", "", table(rows, COST)]
     for row in rows:
         out += detail_lines(row, "per backend", _backends(row.get("backends") or {}))
+    for row in rows:
+        out += group_lines(row)
     return "\n".join(out)
+
+
+GROUP: list[Column] = [
+    ("requests", "requests", _int),
+    ("succeeded", "ok", _int),
+    ("shed", "shed", _int),
+    ("goodput_ratio", "goodput", _pct),
+    ("ttft_ms_p50", "TTFT p50", _num(0)),
+    ("ttft_ms_p90", "TTFT p90", _num(0)),
+    ("ttft_ms_p99", "TTFT p99", _num(0)),
+    ("queue_ms_p50", "queue p50", _num(0)),
+    ("queue_ms_p99", "queue p99", _num(0)),
+]
+
+
+def group_lines(row: dict[str, Any]) -> list[str]:
+    """A target's table per class and per tenant (`by_class`, `by_tenant`), if it has any."""
+    groups = [
+        (f"{kind} {name}", measures)
+        for kind, key in (("class", "by_class"), ("tenant", "by_tenant"))
+        for name, measures in (row.get(key) or {}).items()
+    ]
+    if row.get("error") or not groups:
+        return []
+    header = ["group", *(label for _, label, _ in GROUP)]
+    lines = ["", f"{row['policy']} per class and tenant (trace-time ms):", ""]
+    lines += [_line(header), _line(["---"] * len(header))]
+    for name, measures in groups:
+        lines.append(_line([name, *(fmt(measures.get(key)) for key, _, fmt in GROUP)]))
+    return lines
 
 
 def detail_lines(row: dict[str, Any], label: str, backends: str) -> list[str]:
@@ -133,6 +165,7 @@ def _parameter_line(p: dict[str, Any]) -> str:
         + _references_scope(p)
         + _pooled(p.get("oracle_pooled_kv_hit_ratio"))
         + _offline(p.get("offline_routing_hit_ratios"))
+        + _class_rule(p.get("class_rule"))
         + ("\n" + hybrid_line() if p.get("fleet") == "hybrid" else "")
     )
 
@@ -167,6 +200,17 @@ def _offline(ratios: dict[str, float] | None) -> str:
         return ""
     shown = ", ".join(f"{router} {ratio:.1%}" for router, ratio in ratios.items())
     return f"; offline over separate caches, no KV held by running requests: {shown}"
+
+
+def _class_rule(rule: dict[str, Any] | None) -> str:
+    """The seeded rule that gave classes and tenants to the trace's unlabelled requests."""
+    if not rule:
+        return ""
+    weights = ":".join(f"{w:g}" for w in rule["tenant_weights"])
+    return (
+        f"; classes by seed {rule['seed']}: {100 * rule['interactive_share']:g}% of sessions "
+        f"interactive, tenants {weights}"
+    )
 
 
 def _backends(backends: dict[str, dict[str, Any]]) -> str:

@@ -20,6 +20,7 @@ from gateway.config.root import parse_config
 from gateway.errors import ConfigError
 
 from . import engine_stats
+from .breakdown import breakdowns
 from .client import HttpTransport, fetch_all, new_session
 from .costs import cost_summary, gateway_cost_usd
 from .fleet import EngineOptions, Fleet, FleetPlan, backend_names, emulator_flags, plan_fleet
@@ -271,6 +272,7 @@ def summarise(
         "backends": per_backend,
         "engine_stats": {n: e.delta for n, e in engines.items()},
         "error_kinds": error_kinds(results),
+        **breakdowns(results, settings.requests, settings.slo, run.time_scale),
         "cost_model": cost_model,
         "notes": notes,
     }

@@ -37,6 +37,12 @@ class RequestResult:
     due_at: float = 0.0
     timings: dict[str, Any] | None = None
     """The engine's own `timings` of the usage chunk (llama.cpp: prompt_n, cache_n, prompt_ms)."""
+    error_code: str | None = None
+    """The OpenAI-shaped error's `error.code` (`request_shed`, `queue_full`, ...)."""
+    queue_ms: float | None = None
+    """Wall ms the gateway held the request before dispatch (`x-switchyard-queue-ms`)."""
+    admission: str | None = None
+    """How the gateway admitted it (`x-switchyard-admission`: `queued`, `fallback`, ...)."""
 
 
 class Transport(Protocol):

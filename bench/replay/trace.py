@@ -51,6 +51,10 @@ class TraceRequest:
     start_s: float | None = None
     parent: str | None = None
     after_s: float | None = None
+    priority: str | None = None
+    """A priority class name ("interactive", "batch"), sent as a header when set."""
+    tenant: str | None = None
+    """Who the request is for, sent as a header when set."""
 
 
 @dataclass(slots=True)
@@ -179,6 +183,7 @@ def _read_request(trace: Trace, item: dict[str, Any], number: int) -> list[str]:
     tools = _tools(trace, item.get("tools"), problems)
     timing = _timing(trace, item, problems)
     scalars = _scalars(item, problems)
+    priority, tenant = _label(item, "priority", problems), _label(item, "tenant", problems)
     if problems or scalars is None:
         trace.children[request_id] = []  # so that its children don't report it missing
         return [f"request {request_id!r}: {p}" for p in problems]
@@ -197,6 +202,8 @@ def _read_request(trace: Trace, item: dict[str, Any], number: int) -> list[str]:
         start_s=start_s,
         parent=parent,
         after_s=after_s,
+        priority=priority,
+        tenant=tenant,
     )
     trace.requests.append(request)
     trace.children[request_id] = []
@@ -221,6 +228,21 @@ def _scalars(item: dict[str, Any], problems: list[str]) -> tuple[str, int, bool,
         return None
     assert isinstance(model, str) and isinstance(max_tokens, int) and isinstance(stream, bool)
     return model, max_tokens, stream, session if isinstance(session, str) else None
+
+
+def _label(item: dict[str, Any], name: str, problems: list[str]) -> str | None:
+    """An optional field sent as a header (`priority`, `tenant`): absent or null is none."""
+    value = item.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        problems.append(f"'{name}' must be a non-empty string")
+        return None
+    # Refused here rather than by aiohttp mid-run, or trimmed by HTTP on the way.
+    if not (value.isascii() and value.isprintable()) or value != value.strip():
+        problems.append(f"'{name}' must be printable ASCII without surrounding spaces")
+        return None
+    return value
 
 
 def _messages(trace: Trace, value: object, problems: list[str]) -> tuple[Message, ...]:

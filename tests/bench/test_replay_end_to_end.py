@@ -83,7 +83,7 @@ def test_cli_replays_and_reports_why_a_target_failed(tmp_path: Path, capsys: Any
     argv = [
         "--trace", str(trace), "--policies", "least-load", "--config", str(bad_config),
         "--fleet-size", "2", "--time-scale", str(TIME_SCALE), "--json", str(out),
-        "--prefill-tokens-per-s", "50000", "--no-progress",
+        "--prefill-tokens-per-s", "50000", "--no-progress", "--classes", "--tenant-weights", "2,1",
     ]  # fmt: skip
 
     assert main(argv) == 0
@@ -96,10 +96,16 @@ def test_cli_replays_and_reports_why_a_target_failed(tmp_path: Path, capsys: Any
     at_e2e = good["offline_hit_ratios_at_e2e_p50"]  # the offline routers at this run's pace
     assert set(at_e2e) == {"round-robin", "longest-prefix", "bounded-longest-prefix"}
     assert all(0 <= ratio <= good["oracle_hit_ratio"] for ratio in at_e2e.values())
+    rule = good["parameters"]["class_rule"]
+    assert rule == {"seed": 0, "interactive_share": 0.3, "tenant_weights": [2.0, 1.0]}
+    assert sum(group["requests"] for group in good["by_class"].values()) == 10
+    assert set(good["by_tenant"]) <= {"tenant-0", "tenant-1"}
     assert "no route named 'default'" in bad["error"]
     assert set(MEASURE_KEYS) <= set(bad) and bad["ttft_ms_p50"] is None
     printed = capsys.readouterr().out
     assert "| least-load |" in printed and "config:mine: not measured" in printed
+    assert "least-load per class and tenant" in printed and "| tenant tenant-0 |" in printed
+    assert "classes by seed 0: 30% of sessions interactive, tenants 2:1" in printed
 
 
 def test_render_survives_rows_without_measures() -> None:

@@ -78,6 +78,12 @@ BROKEN: list[tuple[Any, str]] = [
     (request("x", ["a"], tools="arr", start=0), "is not a JSON array"),
     ({**request("x", ["a"], start=0), "messages": []}, "'messages' must be a non-empty array"),
     (request("r0", ["a"], start=0), "duplicate id"),
+    (request("x", ["a"], start=0, priority=1), "'priority' must be a non-empty string"),
+    (request("x", ["a"], start=0, priority=""), "'priority' must be a non-empty string"),
+    (request("x", ["a"], start=0, tenant=["t"]), "'tenant' must be a non-empty string"),
+    (request("x", ["a"], start=0, tenant="a\nb"), "'tenant' must be printable ASCII"),
+    (request("x", ["a"], start=0, priority=" batch"), "'priority' must be printable ASCII"),
+    (request("x", ["a"], start=0, tenant="équipe"), "'tenant' must be printable ASCII"),
 ]
 
 
@@ -92,6 +98,20 @@ def test_bad_lines_are_reported_with_their_line_number(
     assert len(caught.value.problems) == 1
     problem = caught.value.problems[0]
     assert problem.startswith("line 4: ") and message in problem, problem
+
+
+def test_priority_and_tenant_are_read_when_present(tmp_path: Path) -> None:
+    path = write_trace(
+        tmp_path / "t.jsonl",
+        [
+            segment("a", "x"),
+            request("r1", ["a"], start=0, priority="interactive", tenant="acme"),
+            request("r2", ["a"], start=0, priority="batch"),
+            request("r3", ["a"], start=0, priority=None, tenant=None),
+        ],
+    )
+    labels = [(r.priority, r.tenant) for r in load_trace(path).requests]
+    assert labels == [("interactive", "acme"), ("batch", None), (None, None)]
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
