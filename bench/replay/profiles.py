@@ -17,6 +17,14 @@ import yaml
 class GatewayProfile:
     plugins: list[dict[str, Any]]
     policies: list[dict[str, Any]] = field(default_factory=list)
+    flow_control: dict[str, Any] | None = None
+    """The config's `flow_control` section; None: the default (deadlines only)."""
+    route_sla: bool = False
+    """Give the route the run's SLOs as its `sla`: flow control's deadlines apply to
+    every request (without it only the hybrid fleet's route has one)."""
+    scrape: bool = False
+    """Scrape each engine's `/metrics` (running, waiting, KV use) for the saturation
+    detector."""
 
 
 def _pipeline(*scorers: dict[str, Any]) -> list[dict[str, Any]]:
@@ -101,6 +109,20 @@ PROFILES: dict[str, GatewayProfile] = {
         ],
     ),
 }
+# Flow control (issue 35) over the default cache-aware profile: with the run's SLOs as the
+# route's SLA, a request that cannot start in time is refused (429) before its deadline;
+# `-fc` also holds every request while the engines are full, in the gateway's queue.
+_CACHE_AWARE = PROFILES["cache-aware"]
+PROFILES["cache-aware-deadline"] = GatewayProfile(
+    _CACHE_AWARE.plugins, _CACHE_AWARE.policies, route_sla=True
+)
+PROFILES["cache-aware-fc"] = GatewayProfile(
+    _CACHE_AWARE.plugins,
+    _CACHE_AWARE.policies,
+    flow_control={"enabled": True},
+    route_sla=True,
+    scrape=True,
+)
 SGLANG = "sglang"
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware", SGLANG)
 HYBRID_POLICIES = ("round-robin", "cheapest-price", "cost-aware")
@@ -149,6 +171,13 @@ class FleetRoute:
     prices, cache, window)."""
     sla: dict[str, float] = field(default_factory=dict)
     """The route's `sla` (wall-clock ms), for `sla-filter`; empty: none."""
+    slo: dict[str, float] = field(default_factory=dict)
+    """The run's SLOs in wall-clock ms: the route's `sla` for a profile with `route_sla`."""
+
+
+_SCRAPE = {"interval_s": 0.2, "timeout_s": 0.5, "stale_after_s": 1.0}
+"""Engine `/metrics` every 0.2 s of wall time (0.8 s of trace time at the calibrated
+scale of 0.25)."""
 
 
 def _backends(fleet: FleetRoute) -> list[dict[str, Any]]:
@@ -179,19 +208,26 @@ def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dic
         "model": fleet.model,
         "backends": list(fleet.backends),
     }
-    if fleet.sla:
-        route["sla"] = fleet.sla
-    return {
+    sla = fleet.sla or (fleet.slo if profile.route_sla else {})
+    if sla:
+        route["sla"] = sla
+    backends = _backends(fleet)
+    if profile.scrape:
+        backends = [{**b, "metrics": _SCRAPE} for b in backends]
+    config: dict[str, Any] = {
         "server": _server(port, fleet),
         "timeouts": _TIMEOUTS,
         "health": {"active_probes": False},
         # Quality probes would add load on Switchyard's fleets only (SGLang has none).
         "quality": {"probes": {"enabled": False}},
-        "backends": _backends(fleet),
+        "backends": backends,
         "routes": [{**route, "profile": "replay"}],
         "policies": profile.policies,
         "profiles": [{"name": "replay", "plugins": profile.plugins}],
     }
+    if profile.flow_control is not None:
+        config["flow_control"] = profile.flow_control
+    return config
 
 
 def user_config(path: Path, fleet: FleetRoute, port: int) -> dict[str, Any]:

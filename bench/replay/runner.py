@@ -157,10 +157,11 @@ def start_router(
         "tpot_ms": engines.decode_base_ms * scale,
     }
     backends = {n: u for u, n in names.items()}
-    fleet = FleetRoute(settings.route, UPSTREAM_MODEL, backends, ring_size, cache)
-    if hybrid is not None:  # the SLOs in wall-clock ms, as the gateway measures
-        sla = {"ttft_ms": settings.slo.ttft_ms * scale, "tpot_ms": settings.slo.tpot_ms * scale}
-        fleet = replace(fleet, entries=hybrid.backends, sla=sla)
+    # The SLOs in wall-clock ms, as the gateway measures.
+    slo = {"ttft_ms": settings.slo.ttft_ms * scale, "tpot_ms": settings.slo.tpot_ms * scale}
+    fleet = FleetRoute(settings.route, UPSTREAM_MODEL, backends, ring_size, cache, slo=slo)
+    if hybrid is not None:
+        fleet = replace(fleet, entries=hybrid.backends, sla=slo)
     if target.kind == "config":
         assert target.config_path is not None
         config = user_config(target.config_path, fleet, port)

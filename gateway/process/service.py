@@ -208,6 +208,8 @@ def _gate_probes(gateway: Gateway) -> None:
     if gateway.prober is not None:
         gateway.prober.gate = gateway.may_probe
     gateway.telemetry.redis_up = gateway.redis_up
+    if gateway.admission is not None:
+        gateway.telemetry.queue_depths = gateway.admission.queue_depths
 
 
 def _assemble(

@@ -74,6 +74,11 @@ class RequestRecord(_Row, Base):
     overhead_ms: Mapped[float] = mapped_column(Float)
     decision_us: Mapped[float] = mapped_column(Float)
     cost_usd: Mapped[float] = mapped_column(Float)
+    # Flow control: the class, what it did (immediate, queued, fallback, or the refusal's
+    # code) and how long it held the request; null when it did not look at the request.
+    priority: Mapped[str | None] = mapped_column(String(32))
+    admission: Mapped[str | None] = mapped_column(String(32))
+    queue_ms: Mapped[float | None] = mapped_column(Float)
     # Only with store.store_prompts: the messages as JSON text the gateway serialised (and
     # cut to max_prompt_bytes) itself, so a queued row's size is known.
     prompt: Mapped[str | None] = mapped_column(Text)

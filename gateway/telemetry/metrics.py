@@ -27,6 +27,7 @@ from prometheus_client import (
 )
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from gateway.telemetry.admission_metrics import AdmissionMetrics
 from gateway.telemetry.labelled import Labelled, Tally
 from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
@@ -114,6 +115,7 @@ class GatewayMetrics:
         self._decisions = Labelled(self.decisions)
         self._retries = Labelled(self.retries)
         self._counts = Tally()
+        self.admission = AdmissionMetrics(self.registry)
 
     def _define_requests(self) -> None:
         """What happened to requests: counts, errors and latencies."""
@@ -319,6 +321,8 @@ class GatewayMetrics:
         for attempt in record.decision.attempts[:-1]:
             if attempt.outcome != "ok":
                 count(self._retries(route, attempt.backend, attempt.outcome))
+        if record.decision.held is not None:
+            self.admission.consume(route, record.decision.held)
 
     def flush(self) -> None:
         """Add the drain's counts (telemetry thread, once per drain)."""

@@ -42,6 +42,7 @@ class Sampler:
         store_up: Callable[[], bool] | None = None,
         redis_up: Callable[[], Mapping[str, bool]] | None = None,
         rejections: Mapping[str, int] | None = None,
+        queue_depths: Callable[[], Mapping[tuple[str, str], int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -56,6 +57,7 @@ class Sampler:
         self._store_up = store_up
         self._redis_up = redis_up
         self._rejections = rejections if rejections is not None else {}
+        self._queue_depths = queue_depths
         self._clock = clock
         self._wall = wall
         self._seen = _Increments()
@@ -114,6 +116,8 @@ class Sampler:
             new = self._seen.new(f"rejected {code}", count)
             if new:
                 self._metrics.rejected.labels(code).inc(new)
+        if self._queue_depths is not None:
+            self._metrics.admission.sample(self._queue_depths())
 
     def _quality_changes(self, book: QualityBook) -> None:
         new = self._seen.new("quality changes", book.change_count)

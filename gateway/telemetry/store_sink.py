@@ -45,6 +45,7 @@ class StoreSink:
         decision = record.decision.decision
         prompt, cached, completion = record.tokens()
         tpot = record.tpot_s
+        held = record.decision.held
         return {
             "created_at": datetime.fromtimestamp(record.at, UTC),
             "decision_id": decision.id,
@@ -75,6 +76,9 @@ class StoreSink:
             "overhead_ms": record.overhead_s * 1000.0,
             "decision_us": decision.total_us,
             "cost_usd": record.cost_usd(self._prices.lookup(record.backend, record.model)),
+            "priority": held.priority if held is not None else None,
+            "admission": held.outcome if held is not None else None,
+            "queue_ms": held.waited_ms if held is not None else None,
             "prompt": self._prompt(record) if self._keep_prompts else None,
         }
 
@@ -100,4 +104,7 @@ def _reasons(record: RequestRecord) -> dict[str, str]:
             out.update({name: verdict.reason for name, verdict in report.verdicts.items()})
             out.update({name: score.reason for name, score in report.scores.items()})
     out[decision.picker] = decision.picker_reason
+    held = record.decision.held
+    if held is not None:
+        out["flow-control"] = held.reason
     return out

@@ -48,6 +48,8 @@ class Telemetry:
     """What the sinks charge records at; a reload swaps in its config's (`use`)."""
     redis_up: Callable[[], Mapping[str, bool]] | None = None
     """Whether each use of Redis answers (`Gateway.redis_up`), for `switchyard_redis_up`."""
+    queue_depths: Callable[[], Mapping[tuple[str, str], int]] | None = None
+    """Requests held by flow control per (route, class) (the serving generation's)."""
     fleet: FleetState | None = None
     """The serving generation's fleet state, which the sampler's gauges read; a reload
     swaps its generation's in (`follow`)."""
@@ -157,6 +159,7 @@ async def _start_parts(
         pipe=telemetry.pipe,
         rejections=telemetry.rejections,
         redis_up=telemetry.redis_up,
+        queue_depths=lambda: telemetry.queue_depths() if telemetry.queue_depths else {},
         store_up=_store_up(telemetry.store) if telemetry.store is not None else None,
     )
     telemetry._sampler = asyncio.create_task(sampler.run(), name="telemetry-sampler")

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import StartEmulator, StartGateway, make_config
+from tests.gateway.telemetry.test_metrics_endpoint import sampled, total
 
 CHAT: dict[str, Any] = {
     "model": "default",
@@ -50,6 +51,10 @@ async def test_a_target_no_backend_can_meet_is_refused_with_a_record(
     served = await gw.client.post("/v1/chat/completions", json=CHAT)
     assert served.status_code == 200
     assert "x-switchyard-admission" not in served.headers
+    values = await sampled(gw, "switchyard_admissions_total", 1)
+    refused = {"route": "default", "priority": "standard", "outcome": "deadline_unmeetable"}
+    assert total(values, "switchyard_admissions_total", **refused) == 1
+    assert total(values, "switchyard_requests_total", status_class="4xx") == 1
 
 
 async def test_an_unknown_priority_is_a_400(
@@ -90,3 +95,6 @@ async def test_held_requests_go_as_the_engine_frees_up(
     waited = {h["held"]["priority"]: h["held"]["waited_ms"] for h in held}
     assert waited["interactive"] < waited["standard"] < waited["batch"]
     assert engine.runtime.stats.received == 4
+    values = await sampled(gw, "switchyard_queue_wait_seconds_count", 3)
+    assert total(values, "switchyard_admissions_total", outcome="queued") == 3
+    await sampled(gw, "switchyard_queue_depth", 0)  # the sampler's next tick empties it

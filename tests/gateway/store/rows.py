@@ -46,6 +46,9 @@ def request_row(created_at: datetime, **changes: Any) -> Row:
         "overhead_ms": 0.75,
         "decision_us": 210.0,
         "cost_usd": 0.001234,
+        "priority": "interactive",
+        "admission": "queued",
+        "queue_ms": 12.5,
         "prompt": '[{"role":"user","content":"Grüß dich, 世界"}]',  # JSON the gateway made
     }
     return row | changes
