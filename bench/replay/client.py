@@ -167,8 +167,12 @@ async def _read_response(
 ) -> None:
     if response.status != 200:
         message, result.error_code = _refusal(await response.read())
-        code = f" {result.error_code}" if result.error_code else ""
-        result.error = f"HTTP {response.status}{code}: {message}"
+        # A refusal with a code is one kind whatever its message (flow control's say
+        # which backend predicted what, different for every request).
+        code = result.error_code
+        result.error = (
+            f"HTTP {response.status} {code}" if code else f"HTTP {response.status}: {message}"
+        )
         return
     if not stream:
         payload = orjson.loads(await response.read())

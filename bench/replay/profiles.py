@@ -6,6 +6,7 @@ profile and any policies it declares with parameters (exactly as in a config fil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -17,8 +18,9 @@ import yaml
 class GatewayProfile:
     plugins: list[dict[str, Any]]
     policies: list[dict[str, Any]] = field(default_factory=list)
-    flow_control: dict[str, Any] | None = None
-    """The config's `flow_control` section; None: the default (deadlines only)."""
+    flow_control: Callable[[FleetRoute], dict[str, Any]] | None = None
+    """The config's `flow_control` section for a fleet (its thresholds in the fleet's
+    wall-clock units); None: the default (deadlines only)."""
     route_sla: bool = False
     """Give the route the run's SLOs as its `sla`: flow control's deadlines apply to
     every request (without it only the hybrid fleet's route has one)."""
@@ -116,12 +118,28 @@ _CACHE_AWARE = PROFILES["cache-aware"]
 PROFILES["cache-aware-deadline"] = GatewayProfile(
     _CACHE_AWARE.plugins, _CACHE_AWARE.policies, route_sla=True
 )
+
+
+def _holding(fleet: FleetRoute) -> dict[str, Any]:
+    """Hold every request while the engines are full: a backend is full with more prefill
+    queued than half the TTFT SLO, a request waiting inside it or 90 % of its KV held.
+    Within a band: shortest prefill first, then cache value, then age."""
+    ttft_ms = fleet.slo.get("ttft_ms", 2000.0)
+    return {
+        "enabled": True,
+        "max_wait_s": 3600,
+        "saturation": {"max_queued_prefill_ms": ttft_ms / 2},
+        "order": [
+            {"type": "short-prefill-order", "weight": 2.0},
+            {"type": "cache-affinity-order", "weight": 1.0},
+            {"type": "fair-share-order", "weight": 1.0},
+            {"type": "age-order", "weight": 0.5},
+        ],
+    }
+
+
 PROFILES["cache-aware-fc"] = GatewayProfile(
-    _CACHE_AWARE.plugins,
-    _CACHE_AWARE.policies,
-    flow_control={"enabled": True},
-    route_sla=True,
-    scrape=True,
+    _CACHE_AWARE.plugins, _CACHE_AWARE.policies, flow_control=_holding, scrape=True
 )
 SGLANG = "sglang"
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware", SGLANG)
@@ -175,7 +193,7 @@ class FleetRoute:
     """The run's SLOs in wall-clock ms: the route's `sla` for a profile with `route_sla`."""
 
 
-_SCRAPE = {"interval_s": 0.2, "timeout_s": 0.5, "stale_after_s": 1.0}
+_SCRAPE = {"path": "/metrics", "interval_s": 0.2, "timeout_s": 0.5, "stale_after_s": 1.0}
 """Engine `/metrics` every 0.2 s of wall time (0.8 s of trace time at the calibrated
 scale of 0.25)."""
 
@@ -226,7 +244,7 @@ def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dic
         "profiles": [{"name": "replay", "plugins": profile.plugins}],
     }
     if profile.flow_control is not None:
-        config["flow_control"] = profile.flow_control
+        config["flow_control"] = profile.flow_control(fleet)
     return config
 
 

@@ -9,6 +9,7 @@ from policies.order import (  # noqa: F401  (imported to register their policies
     cache_affinity_order,
     deadline_order,
     fair_share_order,
+    short_prefill_order,
 )
 from policies.order.base import ORDER_POLICIES, OrderFactory
 

@@ -94,8 +94,8 @@ async def test_admission_headers_are_read(
 @pytest.mark.parametrize(
     ("status", "body", "code", "error"),
     [
-        (429, _refusal("request_shed"), "request_shed", "HTTP 429 request_shed: not now"),
-        (429, _refusal("queue_full"), "queue_full", "HTTP 429 queue_full: not now"),
+        (429, _refusal("request_shed"), "request_shed", "HTTP 429 request_shed"),
+        (429, _refusal("queue_full"), "queue_full", "HTTP 429 queue_full"),
         (503, _refusal("deadline_unmeetable"), "deadline_unmeetable", "HTTP 503 deadline_"),
         (429, _refusal(None), None, "HTTP 429: not now"),
         (502, b"<html>bad gateway</html>", None, "HTTP 502: <html>bad gateway"),

@@ -12,6 +12,7 @@ from policies.order.config import OrderPluginConfig
 from policies.order.deadline_order import DeadlineOrder
 from policies.order.fair_share_order import FairShareOrder
 from policies.order.pipeline import QueueOrder, WeightedOrder, build_order
+from policies.order.short_prefill_order import ShortPrefillOrder
 from policies.order.snapshot import QueueSnapshot, Waiting
 from policies.registry import PolicyConfigError
 
@@ -171,3 +172,20 @@ def test_a_user_order_policy_loads_by_dotted_path() -> None:
     plugins = [OrderPluginConfig(type="policies.order.age_order:AgeOrder", name="mine")]
     built = build_order(plugins, ageing_s=None, path="order")
     assert [p.policy.name for p in built.plugins] == ["mine"]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "cached", "value", "reason"),
+    [
+        (1_000, 1_000, 1.0, "0 prompt tokens to prefill"),
+        (10_000, 2_000, 0.5, "8,000 prompt tokens to prefill"),
+        (40_000, 0, 0.0, "40,000 prompt tokens to prefill"),
+    ],
+)
+def test_short_prefill_order_favours_little_left_to_prefill(
+    prompt: int, cached: int, value: float, reason: str
+) -> None:
+    policy = ShortPrefillOrder("short", ShortPrefillOrder.Params(horizon_tokens=16_000))
+    held = [waiting(1, prompt_tokens=prompt, cached_tokens=cached)]
+    [score] = policy.score(snapshot(*held), held)
+    assert (score.value, score.reason) == (pytest.approx(value), reason)
