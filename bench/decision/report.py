@@ -31,6 +31,9 @@ class Sample:
     """Cyclic garbage collection inside the timed decision (0: none ran)."""
     plugins_us: Mapping[str, float] = field(default_factory=dict)
     """Each filter's, scorer's and picker's own time (Decision.timings_us)."""
+    admission_ns: int = 0
+    """Flow control at an empty queue after the decision (class and tenant, room on the
+    chosen backend): timed apart, not part of `total_ns`."""
 
     @property
     def other_ns(self) -> int:
@@ -73,6 +76,8 @@ def summarize(prompt_size: int, case: str, samples: Sequence[Sample]) -> dict[st
         "decisions": len(samples),
         "prompt_tokens_p50": round(percentile([s.prompt_tokens for s in samples], 50)),
         "decision_us": total,
+        "admission_us": _us([s.admission_ns for s in samples], 50, 99),
+        "with_admission_us": _us([s.total_ns + s.admission_ns for s in samples], 50, 99),
         "fingerprint_us": _us([s.fingerprint_ns for s in samples], 50, 99),
         "index_and_snapshot_us": _us([s.other_ns for s in samples], 50, 99),
         "pipeline_us": _us([s.pipeline_ns for s in samples], 50, 99),
@@ -144,6 +149,24 @@ def split_table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def admission_table(rows: Sequence[dict[str, Any]]) -> str:
+    """Flow control at an empty queue, beside the decision it follows (issue 35's target:
+    decision plus admission within 10 % of the decision alone)."""
+    lines = [
+        "| prompt | case | decision p50 / p99 µs | admission p50 / p99 µs "
+        "| decision + admission p50 / p99 µs | ratio p50 / p99 |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
+    for r in rows:
+        d, a, both = r["decision_us"], r["admission_us"], r["with_admission_us"]
+        ratio = f"{both['p50'] / d['p50']:.3f} / {both['p99'] / d['p99']:.3f}"
+        lines.append(
+            f"| {_tokens(r['prompt_size'])} | {r['case']} | {_pair(d)} | {_pair(a)} "
+            f"| {_pair(both)} | {ratio} |"
+        )
+    return "\n".join(lines)
+
+
 def plugin_table(rows: Sequence[dict[str, Any]]) -> str:
     names = list(dict.fromkeys(name for r in rows for name in r["plugins_us_p50"]))
     lines = [
@@ -178,5 +201,7 @@ def render(rows: Sequence[dict[str, Any]], params: dict[str, Any]) -> str:
             split_table(rows),
             "Pipeline by plugin (p50 µs; the rest is the pipeline's own bookkeeping)",
             plugin_table(rows),
+            "Flow control at an empty queue (flow_control.enabled, the request's TTFT target)",
+            admission_table(rows),
         ]
     )

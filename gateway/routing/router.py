@@ -266,7 +266,15 @@ class RoutePlan:
 
     __slots__ = ("_first_route", "_rest", "_router", "_traits", "first")
 
-    def __init__(self, router: Router, chain: Sequence[RouteConfig], traits: RequestTraits) -> None:
+    def __init__(
+        self,
+        router: Router,
+        chain: Sequence[RouteConfig],
+        traits: RequestTraits,
+        *,
+        decided: Leg | None = None,
+    ) -> None:
+        """`decided`: the first route's decision, when it was made already."""
         first = chain[0]
         # The named route's tags hold on its fallbacks too, as the request's own do.
         required = traits.required_tags.require(_source(first), first.require_tags)
@@ -275,7 +283,7 @@ class RoutePlan:
         self._router, self._traits = router, traits
         self._first_route = first
         self._rest = list(chain[1:])
-        self.first = router.decide(first, self._traits)
+        self.first = decided or router.decide(first, self._traits)
 
     @property
     def traits(self) -> RequestTraits:

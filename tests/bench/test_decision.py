@@ -73,9 +73,17 @@ def test_follow_ups_reuse_cached_messages_and_find_their_prefix(report: dict[str
 def test_the_report_renders_as_markdown_tables(report: dict[str, Any]) -> None:
     printed = render(report["cases"], report["params"])
     for name in CASES:
-        # Three tables: latency, the split, the pipeline by plugin.
-        assert printed.count(f"| 2K | {name} |") == 3
+        # Four tables: latency, the split, the pipeline by plugin, flow control.
+        assert printed.count(f"| 2K | {name} |") == 4
     assert "p99 target" in printed
+
+
+def test_admission_is_timed_beside_each_decision(report: dict[str, Any]) -> None:
+    for name in CASES:
+        row = case(report, name)
+        assert row["admission_us"]["p50"] > 0
+        both, alone = row["with_admission_us"]["p50"], row["decision_us"]["p50"]
+        assert both > alone
 
 
 def test_a_follow_up_repeats_the_conversation_and_adds_a_turn() -> None:
