@@ -86,6 +86,13 @@ class FlowControlConfig(StrictConfig):
     max_wait_s: float = Field(
         30.0, gt=0, description="The longest a request without a TTFT target is held."
     )
+    spill_after_s: float = Field(
+        2.0,
+        ge=0,
+        description="With `enabled`: a held request waits for the backend its decision "
+        "prefers (its cache is there) this long, or half its TTFT budget, before it may go "
+        "to another backend with room.",
+    )
     ageing_s: float | None = Field(
         10.0, gt=0, description="Each this long held lifts a request one band; null: never."
     )

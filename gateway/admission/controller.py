@@ -98,7 +98,13 @@ class Admission:
             return  # nothing to wait for: the dispatcher says why no backend can serve
         queue = self._queue(route)
         if not len(queue):
-            room = find_room(leg, target_ms=target, elapsed_ms=0.0, saturated=self.saturation)
+            room = find_room(
+                leg,
+                target_ms=target,
+                elapsed_ms=0.0,
+                saturated=self.saturation,
+                chosen_only=self.config.enabled,
+            )
             if room.backend is not None:
                 plan.first = leg.prefer(room.backend)
                 self._went(standing, record, plan.first, "immediate", 0.0, room.why)
@@ -193,6 +199,17 @@ class Admission:
             f"cannot start in time for its TTFT target of {target:,.0f} ms: the fastest "
             f"candidate needs ~{service_ms(leg):,.0f} ms idle ({why})"
         )
+
+    def may_spill(self, held: Held, now: float) -> bool:
+        """Whether a held request may go to another backend than its decision's choice:
+        always without `enabled` (deadlines only, as `sla-filter` would), else once it
+        has waited `spill_after_s` or half of what its TTFT target allowed it to wait."""
+        if not self.config.enabled:
+            return True
+        waited = now - held.arrived
+        if waited >= self.config.spill_after_s:
+            return True
+        return held.target_ms is not None and waited >= (held.leave_by - held.arrived) / 2
 
     def _moves(self, cls: PriorityClass, plan: RoutePlan) -> bool:
         return cls.on_late == "fallback" and plan.has_fallback

@@ -140,6 +140,7 @@ class Releaser:
             target_ms=held.target_ms,
             elapsed_ms=elapsed_ms,
             saturated=self._admission.saturation,
+            chosen_only=not self._admission.may_spill(held, now),
         )
         if room.backend is None:
             self.no_room[queue.route] = room.why

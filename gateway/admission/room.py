@@ -32,13 +32,16 @@ def find_room(
     target_ms: float | None,
     elapsed_ms: float,
     saturated: SaturationConfig | None,
+    chosen_only: bool = False,
 ) -> Room:
-    """The first backend of `leg`'s order with room; `saturated` None: no load bound."""
+    """The first backend of `leg`'s order with room; `saturated` None: no load bound;
+    `chosen_only`: only the decision's choice will do (the request waits for it)."""
     snapshot = leg.snapshot
     if snapshot is None:  # a leg decided without a snapshot has nothing to predict from
         return Room(leg.decision.chosen, "no prediction")
     misses: list[str] = []
-    for name in leg.decision.order:
+    order = leg.decision.order[:1] if chosen_only else leg.decision.order
+    for name in order:
         view = snapshot.backends[name]
         full = saturation(view, saturated) if saturated is not None else None
         if full is not None:

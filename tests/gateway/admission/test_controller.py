@@ -92,6 +92,11 @@ class Rig:
         """`tokens` of prefill queued on `backend`, as a dispatched request adds them."""
         self.state.acquire(backend, tokens)
 
+    def free(self, backend: str, tokens: int) -> None:
+        """The request `load` stood for finished: its prefill done, its slot free."""
+        self.state.prefill_done(backend, tokens)
+        self.state.release(backend)
+
     def start(self, coro: Any) -> asyncio.Task[Any]:
         return asyncio.create_task(coro)
 
@@ -142,7 +147,7 @@ async def test_a_held_request_goes_when_a_backend_frees_up(rig: Any) -> None:
     task = r.start(r.admit(plan))
     await asyncio.sleep(0.5)
     assert not task.done()
-    r.state.prefill_done("b", 50_000)
+    r.free("b", 50_000)
     record = await task
     assert record.held is not None and record.held.outcome == "queued"
     assert plan.first.decision.chosen == "b"
@@ -211,7 +216,7 @@ async def test_flow_control_holds_requests_without_targets_while_everything_is_f
     await asyncio.sleep(1)
     assert not task.done()
     assert r.admission.queue_depths() == {("default", "standard"): 1}
-    r.state.prefill_done("a", 50_000)
+    r.free("a", 50_000)
     record = await task
     assert record.held is not None and record.held.outcome == "queued"
     assert "a has room" in record.held.reason
@@ -225,7 +230,7 @@ async def test_a_higher_band_goes_first_and_a_lower_one_is_not_starved(rig: Any)
     await asyncio.sleep(0.1)
     interactive = r.start(r.admit(r.plan(), r.standing("interactive")))
     await asyncio.sleep(0.1)
-    r.state.prefill_done("a", 50_000)
+    r.free("a", 50_000)
     await settle()
     # a took the interactive request (and its prefill): full again.
     assert interactive.done() and not batch.done()
@@ -234,7 +239,7 @@ async def test_a_higher_band_goes_first_and_a_lower_one_is_not_starved(rig: Any)
     await asyncio.sleep(9.5)
     late = r.start(r.admit(r.plan(), r.standing("interactive")))
     await asyncio.sleep(1)
-    r.state.prefill_done("b", 50_000)
+    r.free("b", 50_000)
     await settle()
     assert batch.done() and not late.done()
     record = batch.result()
@@ -251,7 +256,7 @@ async def test_the_least_served_tenant_goes_first(rig: Any) -> None:
     await asyncio.sleep(0.1)
     light = r.start(r.admit(r.plan(), r.standing(tenant="light")))
     await asyncio.sleep(0.1)
-    r.state.prefill_done("a", 50_000)
+    r.free("a", 50_000)
     await settle()
     assert light.done() and not heavy.done()
     assert "tenant light" in light.result().held.reason
@@ -306,8 +311,23 @@ async def test_one_free_slot_releases_one_request(rig: Any) -> None:
     r.load("b", 50_000)
     tasks = [r.start(r.admit(r.plan())) for _ in range(3)]
     await asyncio.sleep(0.1)
-    r.state.prefill_done("a", 50_000)
+    r.free("a", 50_000)
     await settle()
     assert sum(task.done() for task in tasks) == 1
     for task in tasks:
         task.cancel()
+
+
+async def test_a_held_request_waits_for_its_choice_then_spills(rig: Any) -> None:
+    r = rig({**SATURATED, "spill_after_s": 2})
+    r.load("a", 50_000)  # a: one request, full of prefill
+    for _ in range(2):
+        r.load("b", 0)  # b: two requests, none queued: room, but more in flight
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    plan = r.plan()
+    assert plan.first.decision.chosen == "a"  # least-load prefers it
+    record = await r.admit(plan)
+    assert plan.first.decision.chosen == "b"
+    assert loop.time() - started == pytest.approx(2, abs=0.1)
+    assert record.held is not None and record.held.outcome == "queued"
