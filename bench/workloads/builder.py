@@ -39,6 +39,24 @@ def poisson_starts(rng: random.Random, count: int, rate_per_s: float) -> list[fl
     return starts
 
 
+def piecewise_poisson_starts(
+    rng: random.Random, phases: Sequence[tuple[float, float]]
+) -> list[float]:
+    """Arrival times (s, rounded to ms) of a Poisson process whose rate changes: each phase
+    is (duration s, requests/s), one after the other from 0; a rate of 0 sends nothing."""
+    starts: list[float] = []
+    begin = 0.0
+    for duration_s, rate_per_s in phases:
+        end = begin + duration_s
+        # Memoryless: drawing afresh from a phase's start loses nothing at the boundary.
+        at = begin + rng.expovariate(rate_per_s) if rate_per_s > 0 else end
+        while at < end:
+            starts.append(round(at, 3))
+            at += rng.expovariate(rate_per_s)
+        begin = end
+    return starts
+
+
 def write_lines(path: Path, lines: Iterator[dict[str, Any]]) -> Path:
     """Write trace lines as JSON Lines; returns `path`."""
     with path.open("wb") as out:

@@ -36,16 +36,20 @@ class UniqueShape:
     output_tokens: tuple[int, int] = (30, 300)
 
 
+def one_shot_prompt(rng: random.Random, prompt_tokens: tuple[int, int]) -> str:
+    """A prompt of a size drawn from `prompt_tokens` that shares nothing with another."""
+    # A random ticket first, so that no two prompts share even their first words.
+    ticket = f"Ticket {rng.getrandbits(64):016x}.\n"
+    return ticket + text_of_tokens(rng, rng.randint(*prompt_tokens))
+
+
 def lines(shape: UniqueShape) -> Iterator[dict[str, Any]]:
     """The meta line, then segments before first use and requests in dispatch order."""
     rng = random.Random(shape.seed)
     builder = TraceBuilder()
     builder.segment(SYSTEM, SYSTEM_LINE)
     for i in range(shape.requests):
-        # A random ticket first, so that no two prompts share even their first words.
-        ticket = f"Ticket {rng.getrandbits(64):016x}.\n"
-        text = ticket + text_of_tokens(rng, rng.randint(*shape.prompt_tokens))
-        builder.segment(f"one-{i}", text)
+        builder.segment(f"one-{i}", one_shot_prompt(rng, shape.prompt_tokens))
         messages = [("system", (SYSTEM,)), ("user", (f"one-{i}",))]
         builder.request(f"one-r{i}", f"one-{i}", messages, rng.randint(*shape.output_tokens))
     builder.start_roots(poisson_starts(rng, shape.requests, shape.rate_per_s))

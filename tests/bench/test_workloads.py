@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import random
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,7 @@ from bench.replay.oracle import oracle_hit_ratio
 from bench.replay.trace import Trace, TraceRequest, load_trace
 from bench.workloads import (
     agent_sessions,
+    burst,
     chat,
     doc_qa,
     hot_prefix,
@@ -23,7 +26,7 @@ from bench.workloads import (
     shared_prefix,
     unique,
 )
-from bench.workloads.builder import write_lines
+from bench.workloads.builder import piecewise_poisson_starts, write_lines
 from bench.workloads.catalog import CATALOG, SEEDS
 
 
@@ -207,3 +210,63 @@ def test_load_estimate_charges_every_unique_prompt_token_to_prefill(tmp_path: Pa
     output_tokens = sum(r.max_tokens for r in trace.requests)
     assert found.decode_share == pytest.approx(output_tokens * 0.0005 / (4 * found.paced_span_s))
     assert found.tpot_ms == pytest.approx(15 / (1 - found.busy))
+
+
+# The burst workload (bench/workloads/burst.py): not a matrix cell, a flow-control test.
+
+
+def test_burst_is_deterministic_per_seed_with_unique_prompts(tmp_path: Path) -> None:
+    shape = burst.BurstShape(before_s=10, burst_s=10, after_s=10)
+    first = list(burst.lines(shape))
+    assert first == list(burst.lines(shape))
+    assert first != list(burst.lines(replace(shape, seed=2)))
+    trace = _trace_of(iter(first), tmp_path)
+    prompts = {trace.message_text(r.messages[1]) for r in trace.requests}
+    assert len(prompts) == len(trace.requests) == trace.meta["requests"] > 100
+    assert all(500 <= _prompt_bytes(trace, r) / 4 <= 6_100 for r in trace.requests)
+    assert all(30 <= r.max_tokens <= 300 for r in trace.requests)
+
+
+def test_burst_cli_sends_each_phase_at_its_rate_and_records_the_burst(tmp_path: Path) -> None:
+    out = tmp_path / "burst.jsonl"
+    rates = ["--base-rate", "5", "--burst-rate", "15"]
+    phases = ["--before-s", "20", "--burst-s", "20", "--after-s", "30"]
+    assert burst.main(["--out", str(out), "--seed", "3", *rates, *phases]) == 0
+    trace = load_trace(out)
+    assert trace.burst_s == (20.0, 40.0)
+    expected_meta = {
+        "name": "burst-seed3", "family": "burst", "seed": 3, "burst_start_s": 20.0,
+        "burst_end_s": 40.0, "base_rate_per_s": 5.0, "burst_rate_per_s": 15.0,
+    }  # fmt: skip
+    assert expected_meta.items() <= trace.meta.items()
+    starts = [r.start_s or 0.0 for r in trace.requests]
+    assert starts == sorted(starts) and starts[0] > 0 and starts[-1] < 70
+    for begin, end, rate in [(0, 20, 5), (20, 40, 15), (40, 70, 5)]:
+        count = sum(1 for start in starts if begin <= start < end)
+        mean = rate * (end - begin)
+        assert abs(count - mean) <= 4 * math.sqrt(mean), (begin, count)  # Poisson: 4 sd
+
+
+def test_burst_defaults_are_the_documented_sizing() -> None:
+    shape, fleet = burst.BurstShape(), load_estimate.Fleet()
+    # Text, a 25-byte ticket and the system line, 4 bytes per token.
+    ticket = len(f"Ticket {0:016x}.\n")
+    mean_tokens = sum(shape.prompt_tokens) / 2 + (ticket + len(unique.SYSTEM_LINE)) / 4
+    capacity_per_s = fleet.engines * fleet.prefill_tokens_per_s / mean_tokens
+    assert 0.55 <= shape.base_rate_per_s / capacity_per_s <= 0.7
+    assert shape.burst_rate_per_s / capacity_per_s == pytest.approx(2.0, rel=0.02)
+    assert (shape.before_s, shape.burst_s, shape.after_s) == (60, 60, 90)
+    assert (shape.burst_start_s, shape.burst_end_s) == (60, 120)
+
+
+@pytest.mark.parametrize("flag", ["--base-rate", "--burst-rate", "--before-s", "--after-s"])
+def test_burst_cli_refuses_a_negative_rate_or_duration(flag: str, tmp_path: Path) -> None:
+    with pytest.raises(SystemExit):
+        burst.main(["--out", str(tmp_path / "b.jsonl"), flag, "-1"])
+    assert not (tmp_path / "b.jsonl").exists()
+
+
+def test_piecewise_poisson_starts_send_nothing_in_a_phase_of_rate_zero() -> None:
+    starts = piecewise_poisson_starts(random.Random(1), [(10.0, 0.0), (10.0, 50.0), (5.0, 0.0)])
+    assert starts == sorted(starts) and len(starts) > 400
+    assert starts[0] >= 10.0 and starts[-1] < 20.0
