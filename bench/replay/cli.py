@@ -84,6 +84,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--decode-base-ms", type=positive(float), default=engine.decode_base_ms)
     parser.add_argument("--decode-per-seq-ms", type=float, default=engine.decode_per_seq_ms)
     parser.add_argument("--request-timeout-s", type=positive(float), default=900.0)
+    parser.add_argument(
+        "--timeline-s",
+        type=positive(float),
+        metavar="W",
+        help="also report good, slow, shed and failed requests per window of W trace "
+        "seconds of when they were due and, on a trace with a burst (bench.workloads.burst), "
+        "how soon goodput recovered after it",
+    )
     parser.add_argument("--json", type=Path, help="write one JSON object per policy here")
     parser.add_argument("--logs", type=Path, help="keep process logs here (default: temp dir)")
     parser.add_argument("--no-progress", action="store_true", help="no progress line")
@@ -183,6 +191,9 @@ def parameters(
         "class_rule": rule.describe() if rule is not None else None,
         "ttft_slo_ms": args.ttft_slo_ms,
         "tpot_slo_ms": args.tpot_slo_ms,
+        "timeline_s": args.timeline_s,
+        "burst_start_s": trace.burst_s[0] if trace.burst_s else None,
+        "burst_end_s": trace.burst_s[1] if trace.burst_s else None,
         **engines.describe(),
         **(describe_hybrid() if args.fleet == "hybrid" else {"fleet": "engines"}),
     }
@@ -260,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
             workdir=workdir,
             access_log=args.access_log,
             hybrid=args.fleet == "hybrid",
+            timeline_s=args.timeline_s,
         )
         rows = [complete_row(row, oracle, params) for row in _run_targets(targets, settings)]
     for row in rows:

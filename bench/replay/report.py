@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from .hybrid import summary_line as hybrid_line
+from .overload import RECOVERY_SHARE
 
 # Every row carries every key (None when not measured), so consumers need no guards.
 MEASURE_KEYS = (
@@ -20,6 +21,7 @@ MEASURE_KEYS = (
     "imbalance_requests", "imbalance_prompt_tokens", "decision_us_p50", "decision_us_p99",
     "prefill_utilisation_mean", "kv_held_mean",
     "total_cost_usd", "cost_per_1k_requests_usd", "cost_per_good_request_usd", "gateway_cost_usd",
+    "late_unanswered", "refused_before_deadline", "pre_burst_goodput_ratio", "recovery_s",
 )  # fmt: skip
 
 Column = tuple[str, str, Callable[[Any], str]]
@@ -81,6 +83,7 @@ def complete_row(row: dict[str, Any], oracle: float, parameters: dict[str, Any])
     full.update({key: row.get(key) for key in MEASURE_KEYS})
     full["oracle_hit_ratio"] = round(oracle, 4)
     full.update(backends={}, engine_stats={}, error_kinds={}, notes=[], by_class={}, by_tenant={})
+    full["timeline"] = None  # a list of windows with --timeline-s
     extra = {k: v for k, v in row.items() if k not in MEASURE_KEYS and k != "cost_model"}
     # The cost model the engines really ran (an older emulator falls back to linear).
     used = {**parameters, "cost_model": row.get("cost_model", parameters.get("cost_model"))}
@@ -111,6 +114,8 @@ def render(rows: Sequence[dict[str, Any]], parameters: dict[str, Any]) -> str:
         out += detail_lines(row, "per backend", _backends(row.get("backends") or {}))
     for row in rows:
         out += group_lines(row)
+    for row in rows:
+        out += overload_lines(row, parameters)
     return "\n".join(out)
 
 
@@ -142,6 +147,58 @@ def group_lines(row: dict[str, Any]) -> list[str]:
     for name, measures in groups:
         lines.append(_line([name, *(fmt(measures.get(key)) for key, _, fmt in GROUP)]))
     return lines
+
+
+WINDOW: list[Column] = [
+    ("requests", "requests", _int),
+    ("good", "good", _int),
+    ("slow", "slow", _int),
+    ("shed", "shed", _int),
+    ("failed", "failed", _int),
+    ("goodput_ratio", "goodput", _pct),
+]
+
+
+def overload_lines(row: dict[str, Any], parameters: dict[str, Any]) -> list[str]:
+    """A target's answers against the TTFT deadline, its recovery after a burst, and its
+    timeline table (with `--timeline-s`)."""
+    if row.get("error") or row.get("late_unanswered") is None:
+        return []
+    slo = parameters.get("ttft_slo_ms")
+    within = f" (TTFT SLO {slo:,.0f} ms)" if slo is not None else ""
+    lines = [
+        "",
+        f"{row['policy']} deadlines{within}: {_int(row['late_unanswered'])} late without an "
+        f"answer, {_int(row.get('refused_before_deadline'))} refused within it" + _recovery(row),
+    ]
+    windows = row.get("timeline")
+    if not windows:
+        return lines
+    burst = parameters.get("burst_start_s"), parameters.get("burst_end_s")
+    shown = f"; burst {burst[0]:g}-{burst[1]:g} s" if None not in burst else ""
+    width = parameters.get("timeline_s", 0)
+    lines += ["", f"{row['policy']} per {width:g} s window of when requests were due{shown}:"]
+    header = ["trace s", *(label for _, label, _ in WINDOW)]
+    lines += ["", _line(header), _line(["---"] * len(header))]
+    for window in windows:
+        span = f"{window['start_s']:g}-{window['end_s']:g}"
+        if None not in burst and window["start_s"] < burst[1] and window["end_s"] > burst[0]:
+            span += " burst"
+        lines.append(_line([span, *(fmt(window.get(key)) for key, _, fmt in WINDOW)]))
+    return lines
+
+
+def _recovery(row: dict[str, Any]) -> str:
+    reference = row.get("pre_burst_goodput_ratio")
+    if reference is None:
+        return ""
+    share = f"{RECOVERY_SHARE:.0%}"
+    if row.get("recovery_s") is None:
+        return f"; goodput not back to {share} of the pre-burst {_pct(reference)} by the end"
+    return (
+        f"; goodput back to {share} of the pre-burst {_pct(reference)} "
+        f"{row['recovery_s']:g} s after the burst"
+    )
 
 
 def detail_lines(row: dict[str, Any], label: str, backends: str) -> list[str]:

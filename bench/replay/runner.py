@@ -36,6 +36,7 @@ from .metrics import (
     percentile,
     throughput_summary,
 )
+from .overload import overload_measures
 from .profiles import FleetRoute, Target, profile_config, user_config
 from .progress import replay_with_progress
 from .schedule import ReplayRun, RequestResult
@@ -61,6 +62,8 @@ class ReplaySettings:
     hybrid: bool = False
     """The hybrid fleet (`hybrid.py`: local engines and emulated clouds) instead of
     `engines.count` identical engines."""
+    timeline_s: float | None = None
+    """Report goodput per window of this many trace seconds (`overload.timeline`)."""
 
 
 @dataclass(frozen=True)
@@ -274,6 +277,7 @@ def summarise(
         "engine_stats": {n: e.delta for n, e in engines.items()},
         "error_kinds": error_kinds(results),
         **breakdowns(results, settings.requests, settings.slo, run.time_scale),
+        **overload_measures(run, settings.slo, settings.timeline_s, settings.trace.burst_s),
         "cost_model": cost_model,
         "notes": notes,
     }

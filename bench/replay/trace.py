@@ -66,6 +66,8 @@ class Trace:
     requests: list[TraceRequest] = field(default_factory=list)
     children: dict[str, list[TraceRequest]] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
+    burst_s: tuple[float, float] | None = None
+    """The meta's `burst_start_s` and `burst_end_s` (nominal trace s), when it has both."""
     _escaped: dict[str, bytes] = field(default_factory=dict)
     _tools: dict[str, bytes] = field(default_factory=dict)
 
@@ -147,12 +149,23 @@ def _read_item(trace: Trace, item: object, number: int) -> list[str]:
     kind = item.get("kind")
     if kind == "meta":
         trace.meta.update(item)
-        return []
+        return _read_burst(trace)
     if kind == "segment":
         return _read_segment(trace, item)
     if kind == "request":
         return _read_request(trace, item, number)
     return [f"unknown kind {kind!r} (expected meta, segment or request)"]
+
+
+def _read_burst(trace: Trace) -> list[str]:
+    """A burst workload's window (bench/workloads/burst.py): both ends or neither."""
+    start, end = trace.meta.get("burst_start_s"), trace.meta.get("burst_end_s")
+    if start is None and end is None:
+        return []
+    if not (_seconds(start) and _seconds(end) and start <= end):
+        return ["meta: 'burst_start_s' and 'burst_end_s' must be numbers >= 0, start <= end"]
+    trace.burst_s = (float(start), float(end))
+    return []
 
 
 def _read_segment(trace: Trace, item: dict[str, Any]) -> list[str]:

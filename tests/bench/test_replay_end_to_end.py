@@ -84,6 +84,7 @@ def test_cli_replays_and_reports_why_a_target_failed(tmp_path: Path, capsys: Any
         "--trace", str(trace), "--policies", "least-load", "--config", str(bad_config),
         "--fleet-size", "2", "--time-scale", str(TIME_SCALE), "--json", str(out),
         "--prefill-tokens-per-s", "50000", "--no-progress", "--classes", "--tenant-weights", "2,1",
+        "--timeline-s", "0.1",
     ]  # fmt: skip
 
     assert main(argv) == 0
@@ -100,11 +101,16 @@ def test_cli_replays_and_reports_why_a_target_failed(tmp_path: Path, capsys: Any
     assert rule == {"seed": 0, "interactive_share": 0.3, "tenant_weights": [2.0, 1.0]}
     assert sum(group["requests"] for group in good["by_class"].values()) == 10
     assert set(good["by_tenant"]) <= {"tenant-0", "tenant-1"}
+    assert sum(window["requests"] for window in good["timeline"]) == 10
+    assert good["late_unanswered"] + good["refused_before_deadline"] <= 10
+    assert good["recovery_s"] is None  # the trace has no burst
     assert "no route named 'default'" in bad["error"]
     assert set(MEASURE_KEYS) <= set(bad) and bad["ttft_ms_p50"] is None
     printed = capsys.readouterr().out
     assert "| least-load |" in printed and "config:mine: not measured" in printed
     assert "least-load per class and tenant" in printed and "| tenant tenant-0 |" in printed
+    assert "least-load deadlines (TTFT SLO 2,000 ms): " in printed
+    assert "least-load per 0.1 s window" in printed and "| 0-0.1 |" in printed
     assert "classes by seed 0: 30% of sessions interactive, tenants 2:1" in printed
 
 

@@ -83,6 +83,9 @@ BROKEN: list[tuple[Any, str]] = [
     (request("x", ["a"], start=0, tenant=["t"]), "'tenant' must be a non-empty string"),
     (request("x", ["a"], start=0, tenant="a\nb"), "'tenant' must be printable ASCII"),
     (request("x", ["a"], start=0, priority=" batch"), "'priority' must be printable ASCII"),
+    ({"kind": "meta", "burst_start_s": 60}, "'burst_start_s' and 'burst_end_s' must be"),
+    ({"kind": "meta", "burst_start_s": 90, "burst_end_s": 60}, "start <= end"),
+    ({"kind": "meta", "burst_start_s": "60", "burst_end_s": 120}, "must be numbers >= 0"),
     (request("x", ["a"], start=0, tenant="équipe"), "'tenant' must be printable ASCII"),
 ]
 
@@ -112,6 +115,15 @@ def test_priority_and_tenant_are_read_when_present(tmp_path: Path) -> None:
     )
     labels = [(r.priority, r.tenant) for r in load_trace(path).requests]
     assert labels == [("interactive", "acme"), ("batch", None), (None, None)]
+
+
+def test_a_burst_window_is_read_from_the_meta_line(tmp_path: Path) -> None:
+    meta = {"kind": "meta", "name": "b", "burst_start_s": 60, "burst_end_s": 120.5}
+    path = write_trace(
+        tmp_path / "t.jsonl", [meta, segment("a", "x"), request("r1", ["a"], start=0)]
+    )
+    assert load_trace(path).burst_s == (60.0, 120.5)
+    assert load_trace(agent_trace(tmp_path / "plain.jsonl")).burst_s is None
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
