@@ -27,6 +27,10 @@ class GatewayProfile:
     scrape: bool = False
     """Scrape each engine's `/metrics` (running, waiting, KV use) for the saturation
     detector."""
+    spill_to_cloud: bool = False
+    """The hybrid fleet as two routes: the trace's route over the local engines only,
+    falling back to a `<route>-cloud` route over the clouds (both with this profile), so
+    flow control moves a request that cannot start locally in time to the clouds."""
 
 
 def _pipeline(*scorers: dict[str, Any]) -> list[dict[str, Any]]:
@@ -141,6 +145,12 @@ def _holding(fleet: FleetRoute) -> dict[str, Any]:
 PROFILES["cache-aware-fc"] = GatewayProfile(
     _CACHE_AWARE.plugins, _CACHE_AWARE.policies, flow_control=_holding, scrape=True
 )
+# The hybrid fleet with flow control's deadlines: local engines first; a request that cannot
+# start there within the route's TTFT SLA moves to the clouds' route before its deadline.
+_COST_AWARE = PROFILES["cost-aware"]
+PROFILES["cost-aware-fc"] = GatewayProfile(
+    _COST_AWARE.plugins, _COST_AWARE.policies, route_sla=True, spill_to_cloud=True
+)
 SGLANG = "sglang"
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware", SGLANG)
 HYBRID_POLICIES = ("round-robin", "cheapest-price", "cost-aware")
@@ -232,6 +242,9 @@ def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dic
     backends = _backends(fleet)
     if profile.scrape:
         backends = [{**b, "metrics": _SCRAPE} for b in backends]
+    routes = [{**route, "profile": "replay"}]
+    if profile.spill_to_cloud:
+        routes = _local_then_cloud(routes[0])
     config: dict[str, Any] = {
         "server": _server(port, fleet),
         "timeouts": _TIMEOUTS,
@@ -239,13 +252,26 @@ def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dic
         # Quality probes would add load on Switchyard's fleets only (SGLang has none).
         "quality": {"probes": {"enabled": False}},
         "backends": backends,
-        "routes": [{**route, "profile": "replay"}],
+        "routes": routes,
         "policies": profile.policies,
         "profiles": [{"name": "replay", "plugins": profile.plugins}],
     }
     if profile.flow_control is not None:
         config["flow_control"] = profile.flow_control(fleet)
     return config
+
+
+def _local_then_cloud(route: dict[str, Any]) -> list[dict[str, Any]]:
+    """`route` over its `local-*` members, falling back to the rest as `<name>-cloud`."""
+    local = [b for b in route["backends"] if b.startswith("local-")]
+    cloud = [b for b in route["backends"] if not b.startswith("local-")]
+    if not local or not cloud:
+        raise ValueError("spilling to a cloud needs the hybrid fleet (`--fleet hybrid`)")
+    spill = f"{route['name']}-cloud"
+    return [
+        {**route, "backends": local, "fallbacks": [spill]},
+        {**route, "name": spill, "backends": cloud},
+    ]
 
 
 def user_config(path: Path, fleet: FleetRoute, port: int) -> dict[str, Any]:

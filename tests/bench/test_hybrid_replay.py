@@ -133,7 +133,7 @@ def test_hybrid_fleet_reports_costs_consistent_with_usage(tmp_path: Path) -> Non
     assert row["cost_per_good_request_usd"] == pytest.approx(total / good, rel=1e-3)
 
 
-@pytest.mark.parametrize("policy", ["round-robin", "cheapest-price", "cost-aware"])
+@pytest.mark.parametrize("policy", ["round-robin", "cheapest-price", "cost-aware", "cost-aware-fc"])
 def test_hybrid_configs_are_valid_gateway_configs(policy: str) -> None:
     plan = plan_hybrid(EngineOptions(count=4, time_scale=0.5, models=("emulated-model",)))
     ports = zip(plan.names, plan.fleet.ports, strict=True)
@@ -152,3 +152,23 @@ def test_hybrid_configs_are_valid_gateway_configs(policy: str) -> None:
     anthropic = next(b for b in config.backends if b.name == "cloud-anthropic")
     assert anthropic.cache.ttl_s == pytest.approx(150.0)
     assert anthropic.cache.breakpoints.enabled
+
+
+def test_cost_aware_fc_puts_the_clouds_behind_the_local_engines() -> None:
+    plan = plan_hybrid(EngineOptions(count=4, time_scale=0.5, models=("emulated-model",)))
+    ports = zip(plan.names, plan.fleet.ports, strict=True)
+    urls = {name: f"http://127.0.0.1:{port}" for name, port in ports}
+    sla = {"ttft_ms": 1000.0, "tpot_ms": 30.0}
+    fleet = FleetRoute("default", "emulated-model", urls, 100, entries=plan.backends, sla=sla)
+    config = parse_config(profile_config(PROFILES["cost-aware-fc"], fleet, port=0))
+    routes = {r.name: r for r in config.routes}
+    assert routes["default"].backend_names == ("local-0", "local-1")
+    assert routes["default"].fallbacks == ["default-cloud"]
+    assert routes["default-cloud"].backend_names == ("cloud-openai", "cloud-anthropic")
+    assert routes["default"].sla.ttft_ms == routes["default-cloud"].sla.ttft_ms == 1000.0
+
+
+def test_spilling_to_a_cloud_needs_the_hybrid_fleet() -> None:
+    fleet = FleetRoute("default", "m", {"engine-0": "http://127.0.0.1:1"}, 100)
+    with pytest.raises(ValueError, match="needs the hybrid fleet"):
+        profile_config(PROFILES["cost-aware-fc"], fleet, port=0)
