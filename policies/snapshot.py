@@ -36,6 +36,10 @@ class BackendView:
     """Estimated time per output token under the current load."""
     network_ms: float = 0.0
     """Estimated fixed overhead of a request to this backend (connection, queueing)."""
+    ttft_error_ms: float = 0.0
+    """Recent mean of measured less predicted TTFT of streams sent here: what the latency
+    model (`policies.predict`) misses on this backend. Flow control adds it to its
+    predictions; the routing policies do not (their scores compare backends)."""
     engine_running: int | None = None
     """Requests the engine itself reports running (its scraped `/metrics`), every client's
     included; None when the backend is not scraped or the last reading is stale."""

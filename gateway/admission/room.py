@@ -1,7 +1,8 @@
 """Whether a request can go now, and where: the first backend in its decision's order
 that has room for it. Room is the saturation detector's (when flow control holds every
 request) and, for a request with a TTFT target, a predicted TTFT within what is left of
-it. Pure functions of a decided `Leg`."""
+it: the latency model's (`policies.predict`) plus what it has lately missed on that
+backend (`BackendView.ttft_error_ms`). Pure functions of a decided `Leg`."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def find_room(
             continue
         if target_ms is None:
             return Room(name, f"{name} has room")
-        predicted = predicted_ttft_ms(snapshot, view)
+        predicted = max(0.0, predicted_ttft_ms(snapshot, view) + view.ttft_error_ms)
         if elapsed_ms + predicted <= target_ms:
             return Room(name, _meets(name, predicted, elapsed_ms, target_ms))
         misses.append(f"{name}: predicted TTFT {predicted:,.0f} ms")

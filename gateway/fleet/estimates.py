@@ -25,6 +25,10 @@ class BackendEstimates:
     tpot_samples: int = 0
     engine_prefill_samples: int = 0
     """Prefill times the engine reported; from the first, TTFT no longer moves the speed."""
+    ttft_error_ms: float = 0.0
+    """Recent mean of a stream's measured TTFT less the TTFT predicted when it was sent:
+    what the latency model misses here (queueing inside the engine, waits for KV)."""
+    ttft_error_samples: int = 0
 
     def observe_ttft(self, ttft_s: float, uncached_tokens: int, queue_was_empty: bool) -> None:
         """A stream's first byte arrived `ttft_s` after dispatch."""
@@ -46,6 +50,12 @@ class BackendEstimates:
             return
         self.engine_prefill_samples += 1
         self.prefill_tokens_per_s = _ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
+
+    def observe_ttft_error(self, measured_ms: float, predicted_ms: float) -> None:
+        """A stream's first byte came `measured_ms` after dispatch; `predicted_ms` was
+        expected."""
+        self.ttft_error_samples += 1
+        self.ttft_error_ms = _ewma(self.ttft_error_ms, measured_ms - predicted_ms)
 
     def observe_tpot(self, decode_s: float, completion_tokens: int) -> None:
         """A stream produced `completion_tokens` in `decode_s` after its first byte."""

@@ -112,6 +112,7 @@ class FleetState:
             view.prefill_tokens_per_s != est.prefill_tokens_per_s
             or view.tpot_ms != est.tpot_ms
             or view.network_ms != est.network_ms
+            or view.ttft_error_ms != est.ttft_error_ms
         ):
             return False
         fresh = state.view_engine_fresh
@@ -135,6 +136,7 @@ class FleetState:
             prefill_tokens_per_s=state.estimates.prefill_tokens_per_s,
             tpot_ms=state.estimates.tpot_ms,
             network_ms=state.estimates.network_ms,
+            ttft_error_ms=state.estimates.ttft_error_ms,
             engine_running=running,
             engine_waiting=waiting,
             engine_kv_usage=kv_usage,

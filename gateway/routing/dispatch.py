@@ -32,6 +32,7 @@ from gateway.errors import (
 )
 from gateway.routing.decisions import Attempt, DecisionRecord, FallbackLeg
 from gateway.routing.lease import Lease, PrefixMemory
+from policies.predict import predicted_ttft_ms
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 from providers.errors import ApiError, UpstreamError, UpstreamStatusError
 
@@ -239,6 +240,7 @@ class Dispatcher:
             streaming=trial.streaming,
             clock=self._clock,
             budget_tokens=leg.budget_tokens,
+            predicted_ttft_ms=_predicted_ttft_ms(leg, name) if trial.streaming else None,
         )
         attempts, route = trial.record.attempts, leg.route.name
         try:
@@ -282,6 +284,16 @@ class Dispatcher:
 
     def _ms_since(self, started: float) -> float:
         return (self._clock() - started) * 1000.0
+
+
+def _predicted_ttft_ms(leg: Leg, backend: str) -> float | None:
+    """What the latency model predicted of `backend` when the leg was decided (read
+    back from the snapshot's memo when a policy asked it already)."""
+    snapshot = leg.snapshot
+    view = snapshot.backends.get(backend) if snapshot is not None else None
+    if snapshot is None or view is None:
+        return None
+    return predicted_ttft_ms(snapshot, view)
 
 
 def _cooling_down(members: str, soonest_s: float) -> RouteCoolingDown:

@@ -42,6 +42,7 @@ class Lease:
         "_clock",
         "_committed",
         "_done",
+        "_predicted_ttft_ms",
         "_prefixes",
         "_queue_was_empty",
         "_started",
@@ -62,8 +63,10 @@ class Lease:
         streaming: bool,
         clock: Callable[[], float],
         budget_tokens: int = 0,
+        predicted_ttft_ms: float | None = None,
     ) -> None:
         self.backend = backend
+        self._predicted_ttft_ms = predicted_ttft_ms
         self.streaming = streaming
         self._state, self._prefixes, self._work, self._clock = state, prefixes, work, clock
         self._uncached = work.uncached(backend)
@@ -85,6 +88,8 @@ class Lease:
             ttft_s = self._clock() - self._started
             estimates = self._state.estimates(self.backend)
             estimates.observe_ttft(ttft_s, self._uncached, self._queue_was_empty)
+            if self._predicted_ttft_ms is not None:
+                estimates.observe_ttft_error(ttft_s * 1000.0, self._predicted_ttft_ms)
 
     def failed(self, error: UpstreamError | None) -> None:
         """The attempt ended before its first byte: `error`, or None when cancelled."""

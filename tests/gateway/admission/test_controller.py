@@ -331,3 +331,16 @@ async def test_a_held_request_waits_for_its_choice_then_spills(rig: Any) -> None
     assert plan.first.decision.chosen == "b"
     assert loop.time() - started == pytest.approx(2, abs=0.1)
     assert record.held is not None and record.held.outcome == "queued"
+
+
+async def test_what_the_prediction_missed_lately_counts_against_a_target(rig: Any) -> None:
+    r = rig()
+    # b's prediction (~0.2 s idle) has been 900 ms short lately; a is loaded.
+    for _ in range(30):
+        r.state.estimates("b").observe_ttft_error(1_100.0, 200.0)
+    r.load("a", 50_000)
+    with pytest.raises(RequestShed):
+        await r.admit(r.plan(ttft_ms=1_000))
+    r.state.estimates("b").ttft_error_ms = 0.0  # b's view is rebuilt: its estimates moved
+    record = await r.admit(r.plan(ttft_ms=1_000))
+    assert record.held is not None and record.held.outcome == "immediate"

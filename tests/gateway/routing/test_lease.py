@@ -89,3 +89,28 @@ def test_any_other_503_still_counts_towards_ejection() -> None:
     )
     (row,) = state.describe()
     assert (row["failures"], row["ejections"]) == (1, 1)
+
+
+def test_a_stream_teaches_what_the_ttft_prediction_missed() -> None:
+    state = fleet()
+    now = [0.0]
+    held = Lease(
+        "ll",
+        PromptWork(),
+        state=state,
+        prefixes=None,
+        streaming=True,
+        clock=lambda: now[0],
+        predicted_ttft_ms=100.0,
+    )
+    now[0] = 0.6  # the first byte, 500 ms later than predicted
+    held.committed()
+    estimates = state.estimates("ll")
+    assert estimates.ttft_error_samples == 1
+    assert estimates.ttft_error_ms == pytest.approx(0.2 * 500.0)
+    assert state.views(["ll"])["ll"].ttft_error_ms == pytest.approx(100.0)
+    # A whole answer's first byte is its last: no TTFT to learn from.
+    whole = Lease("ll", PromptWork(), state=state, prefixes=None, streaming=False,
+                  clock=lambda: now[0], predicted_ttft_ms=1.0)  # fmt: skip
+    whole.committed()
+    assert estimates.ttft_error_samples == 1
