@@ -94,3 +94,19 @@ def with_classes(requests: Sequence[TraceRequest], rule: ClassRule) -> list[Trac
             )
         )
     return out
+
+
+def only_tenant(requests: Sequence[TraceRequest], tenant: str) -> list[TraceRequest]:
+    """The requests of `tenant`, closed under their dependencies: one whose parent is not
+    kept is not kept either (the rule assigns whole sessions, so that only happens where a
+    trace's own tenants split one). What the tenant gets when it runs alone."""
+    kept: list[TraceRequest] = []
+    ids: set[str] = set()
+    for request in requests:
+        if request.tenant != tenant:
+            continue
+        if request.parent is not None and request.parent not in ids:
+            continue
+        kept.append(request)
+        ids.add(request.id)
+    return kept

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .classes import ClassRule, with_classes
+from .classes import ClassRule, only_tenant, with_classes
 from .fleet import EngineOptions
 from .hybrid import CLOUDS, LOCAL_COUNT, describe_hybrid
 from .metrics import Slo
@@ -21,7 +21,7 @@ from .oracle import offline_references, offline_routing_hit_ratios
 from .profiles import DEFAULT_POLICIES, HYBRID_POLICIES, PROFILES, SGLANG, Target, targets_from
 from .report import complete_row, render, write_json
 from .runner import UPSTREAM_MODEL, ReplaySettings, run_target
-from .trace import Trace, TraceError, load_trace
+from .trace import Trace, TraceError, TraceRequest, load_trace
 
 DEFAULT_REPLAY_S = 150.0
 """The default time scale squeezes the trace's nominal span into about this long."""
@@ -121,6 +121,12 @@ def add_class_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default {rule.interactive_share:g})",
     )
     parser.add_argument(
+        "--only-tenant",
+        metavar="NAME",
+        help="replay only this tenant's requests (after the rule): the tenant alone on the "
+        "fleet, to compare with its share of a full run",
+    )
+    parser.add_argument(
         "--tenant-weights",
         type=weights,
         metavar="W,W,...",
@@ -157,6 +163,11 @@ def class_rule(args: argparse.Namespace) -> ClassRule | None:
     return ClassRule(**chosen)
 
 
+def _requests(trace: Trace, rule: ClassRule | None, tenant: str | None) -> list[TraceRequest]:
+    requests = with_classes(trace.requests, rule) if rule is not None else list(trace.requests)
+    return only_tenant(requests, tenant) if tenant is not None else requests
+
+
 def _engines(args: argparse.Namespace, time_scale: float) -> EngineOptions:
     models = tuple(dict.fromkeys((UPSTREAM_MODEL, args.route)))
     hybrid = args.fleet == "hybrid"
@@ -189,6 +200,7 @@ def parameters(
         "route": args.route,
         "send_session": args.send_session,
         "class_rule": rule.describe() if rule is not None else None,
+        "only_tenant": args.only_tenant,
         "ttft_slo_ms": args.ttft_slo_ms,
         "tpot_slo_ms": args.tpot_slo_ms,
         "timeline_s": args.timeline_s,
@@ -261,7 +273,7 @@ def run(args: argparse.Namespace) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         settings = ReplaySettings(
             trace=trace,
-            requests=with_classes(trace.requests, rule) if rule is not None else trace.requests,
+            requests=_requests(trace, rule, args.only_tenant),
             route=args.route,
             engines=engines,
             slo=Slo(args.ttft_slo_ms, args.tpot_slo_ms),

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from bench.replay.classes import BATCH, INTERACTIVE, ClassRule, session_key, with_classes
+from bench.replay.classes import (
+    BATCH,
+    INTERACTIVE,
+    ClassRule,
+    only_tenant,
+    session_key,
+    with_classes,
+)
 from bench.replay.cli import add_arguments, class_rule
 from bench.replay.trace import Message, TraceRequest, load_trace
 from tests.bench.synthetic import agent_trace
@@ -141,3 +149,19 @@ def test_rule_settings_without_classes_are_refused() -> None:
 def test_bad_tenant_weights_are_refused_by_the_parser(weights: str) -> None:
     with pytest.raises(SystemExit):
         _args("--classes", "--tenant-weights", weights)
+
+
+def test_only_tenant_keeps_its_requests_closed_under_their_parents() -> None:
+    requests = [
+        _request("a1", session="s1", tenant="quiet"),
+        _request("b1", session="s2", tenant="loud"),
+        replace(
+            _request("a2", session="s1", tenant="quiet"), parent="a1", after_s=1.0, start_s=None
+        ),
+        # A trace's own tenants may split a session: the child of a dropped parent goes too.
+        replace(
+            _request("x2", session="s2", tenant="quiet"), parent="b1", after_s=1.0, start_s=None
+        ),
+    ]
+    assert [r.id for r in only_tenant(requests, "quiet")] == ["a1", "a2"]
+    assert only_tenant(requests, "nobody") == []
