@@ -17,6 +17,7 @@ from gateway.telemetry.histogram import Histogram, quantiles_ms
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
 
+    from gateway.routing.decisions import HeldNote
     from gateway.telemetry.config import TelemetryConfig
     from gateway.telemetry.record import RequestRecord
     from policies.prices import PriceLookup
@@ -44,6 +45,12 @@ class Bucket:
     served_prompt_tokens: int = 0
     completion_tokens: int = 0
     spend_usd: float = 0.0
+    held: int = 0
+    """Requests flow control held (queued, moved or refused after a wait, or at once)."""
+    shed: int = 0
+    """Requests flow control refused (429)."""
+    moved: int = 0
+    """Requests flow control moved to a fallback route."""
     policies: dict[str, int] = field(default_factory=dict)
     memo: dict[str, tuple[int, list[float | None]]] = field(default_factory=dict)
     """Per-bucket quantiles, keyed by name, valid while `requests` has not moved."""
@@ -51,6 +58,8 @@ class Bucket:
     tpot: Histogram = field(default_factory=Histogram)
     e2e: Histogram = field(default_factory=Histogram)
     overhead: Histogram = field(default_factory=Histogram)
+    queue_wait: Histogram = field(default_factory=Histogram)
+    """How long the requests flow control held waited."""
 
 
 class Panel:
@@ -148,6 +157,10 @@ class DashboardSeries:
             record.ttft_s,
             record.tpot_s,
         )
+        held = record.decision.held
+        if held is not None and held.outcome != "immediate":
+            for bucket in buckets:
+                _add_held(bucket, held)
         for bucket in buckets:
             bucket.requests += 1
             bucket.ok += ok
@@ -201,6 +214,13 @@ class DashboardSeries:
         for view in backends.values():
             view["summary"]["share"] = view["summary"]["requests"] / total if total else None
         return {"bucket_s": bucket_s, "window_s": window_s, "fleet": fleet, "backends": backends}
+
+
+def _add_held(bucket: Bucket, held: HeldNote) -> None:
+    bucket.held += 1
+    bucket.moved += held.outcome == "fallback"
+    bucket.shed += held.outcome not in ("queued", "fallback")
+    bucket.queue_wait.add(held.waited_ms / 1000.0)
 
 
 def _bump(counts: dict[str, int], key: str, limit: int) -> None:
@@ -257,6 +277,10 @@ def _summary(buckets: list[Bucket], window_s: int) -> dict[str, Any]:
         ),
         "spend_usd": round(sum(b.spend_usd for b in buckets), 6),
         "retries": sum(b.retries for b in buckets),
+        "held": sum(b.held for b in buckets),
+        "shed": sum(b.shed for b in buckets),
+        "moved": sum(b.moved for b in buckets),
+        "queue_wait_ms": _quantiles(b.queue_wait for b in buckets),
         "share": None,
     }
 
@@ -277,8 +301,10 @@ def _series(starts: list[int], held: list[Bucket | None]) -> dict[str, list[Any]
             b.predicted_cached_tokens, b.served_prompt_tokens
         ),
         "spend_usd": lambda b: round(b.spend_usd, 6),
+        "held": lambda b: b.held,
+        "shed": lambda b: b.shed,
     }
-    empty = {"requests": 0, "errors": 0, "spend_usd": 0.0}
+    empty = {"requests": 0, "errors": 0, "spend_usd": 0.0, "held": 0, "shed": 0}
     for name, column in columns.items():
         out[name] = [column(b) if b is not None else empty.get(name) for b in held]
     for name in ("ttft", "tpot", "overhead"):

@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from gateway.routing.decisions import HeldNote
 from gateway.telemetry.config import PricingConfig, TelemetryConfig
 from gateway.telemetry.histogram import Histogram, quantiles_ms
 from gateway.telemetry.series import DashboardSeries
@@ -118,3 +119,23 @@ def test_abandoned_requests_do_not_count_against_success() -> None:
     summary = s.snapshot(60)["fleet"]["summary"]
     assert summary["requests"] == 3 and summary["abandoned"] == 2
     assert summary["success_rate"] == 1.0
+
+
+def test_requests_flow_control_held_are_counted_with_their_wait() -> None:
+    s = series()
+    t = 1_000_000.0 - 25
+    notes = [
+        HeldNote("standard", "-", "immediate", 0.0, "a has room"),
+        HeldNote("standard", "-", "queued", 400.0, "a has room"),
+        HeldNote("batch", "-", "fallback", 100.0, "late"),
+        HeldNote("batch", "-", "deadline_unmeetable", 50.0, "late"),
+    ]
+    for note in notes:
+        made = record(at=t, backend="a")
+        made.decision.held = note
+        s.consume(made)
+    fleet = s.snapshot(600)["fleet"]
+    summary = fleet["summary"]
+    assert (summary["held"], summary["shed"], summary["moved"]) == (3, 1, 1)
+    assert summary["queue_wait_ms"]["p99"] == pytest.approx(400, rel=0.05)
+    assert sum(fleet["series"]["held"]) == 3 and sum(fleet["series"]["shed"]) == 1

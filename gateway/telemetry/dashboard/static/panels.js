@@ -54,6 +54,9 @@ export function tiles(sum) {
     tile('Cache hit (predicted)', metric('predicted_cache_hit_ratio', fmtPct(sum.predicted_cache_hit_ratio)),
       `${fmtCompact(sum.predicted_cached_tokens)} tokens, by the router`),
     tile('Gateway overhead p99', metric('overhead_p99_ms', fmtMs(over.p99)), ['p90 ', fmtMs(over.p90)]),
+    tile('Held by flow control', metric('held', fmtInt(sum.held)),
+      `${fmtInt(sum.shed)} refused · ${fmtInt(sum.moved)} moved · wait p90 ${fmtMs((sum.queue_wait_ms || {}).p90)}`,
+      sum.shed ? 'warn' : ''),
   );
 }
 
