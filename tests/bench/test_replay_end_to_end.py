@@ -122,3 +122,27 @@ def test_render_survives_rows_without_measures() -> None:
     }  # fmt: skip
     rows = [complete_row({"policy": "sglang", "error": "pip install failed"}, 0.5, params)]
     assert "sglang: not measured: pip install failed" in render(rows, params)
+
+
+def test_flow_control_targets_replay_with_classes(tmp_path: Path) -> None:
+    trace = agent_trace(tmp_path / "t.jsonl")
+    out = tmp_path / "report.json"
+    argv = [
+        "--trace", str(trace), "--policies", "cache-aware-deadline,cache-aware-fc",
+        "--fleet-size", "2", "--time-scale", str(TIME_SCALE), "--json", str(out),
+        "--prefill-tokens-per-s", "50000", "--no-progress", "--classes",
+    ]  # fmt: skip
+
+    assert main(argv) == 0
+
+    rows = {row["policy"]: row for row in orjson.loads(out.read_bytes())}
+    for row in rows.values():
+        assert row["error"] is None and row["requests"] == 10
+        groups = row["by_class"].values()
+        # Every request went through flow control and says what it did.
+        admitted = sum(sum(group["admission"].values()) for group in groups)
+        assert admitted + sum(group["shed"] for group in groups) == 10
+        assert row["errors"] == sum(group["shed"] for group in groups)
+    words = {word for group in rows["cache-aware-fc"]["by_class"].values()
+             for word in group["admission"]}  # fmt: skip
+    assert words <= {"immediate", "queued"}
