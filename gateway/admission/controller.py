@@ -97,7 +97,9 @@ class Admission:
         if not leg.decision.order:
             return  # nothing to wait for: the dispatcher says why no backend can serve
         queue = self._queue(route)
-        if not len(queue):
+        # With deadlines only, no order is owed to those held: a request that can meet
+        # its target now goes, whoever waits for a target that nothing meets yet.
+        if not len(queue) or not self.config.enabled:
             room = find_room(
                 leg,
                 target_ms=target,

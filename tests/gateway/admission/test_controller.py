@@ -344,3 +344,15 @@ async def test_what_the_prediction_missed_lately_counts_against_a_target(rig: An
     r.state.estimates("b").ttft_error_ms = 0.0  # b's view is rebuilt: its estimates moved
     record = await r.admit(r.plan(ttft_ms=1_000))
     assert record.held is not None and record.held.outcome == "immediate"
+
+
+async def test_with_deadlines_only_a_request_that_fits_passes_those_held(rig: Any) -> None:
+    r = rig()
+    r.load("a", 50_000)
+    r.load("b", 5_000)  # b: 0.5 s of prefill queued
+    waiting = r.start(r.admit(r.plan(ttft_ms=600)))  # ~0.7 s on b: held
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    record = await r.admit(r.plan(ttft_ms=900))  # fits on b now
+    assert record.held is not None and record.held.outcome == "immediate"
+    waiting.cancel()
