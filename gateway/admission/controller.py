@@ -92,6 +92,7 @@ class Admission:
         target = traits.ttft_slo_ms or route.sla.ttft_ms or cls.ttft_ms
         if not self.config.enabled and target is None:
             return
+        tpot = traits.tpot_slo_ms or route.sla.tpot_ms
         now = self.clock()
         leg = plan.first
         if not leg.decision.order:
@@ -106,6 +107,7 @@ class Admission:
                 elapsed_ms=0.0,
                 saturated=self.saturation,
                 chosen_only=self.config.enabled,
+                tpot_target_ms=tpot,
             )
             if room.backend is not None:
                 plan.first = leg.prefer(room.backend)
@@ -119,7 +121,7 @@ class Admission:
             late = why if leave_by > now else self._late_reason(leg, target, why)
             self._late(plan, record, standing, 0.0, Release("late", late, code), queue)
             return
-        held = self._hold(queue, route, plan, standing, target, now, leave_by, code)
+        held = self._hold(queue, route, plan, standing, (target, tpot), now, leave_by, code)
         if held is None:
             release = Release("late", f"queue full ({queue.limit} held)", "queue_full")
             self._late(plan, record, standing, 0.0, release, queue)
@@ -147,7 +149,7 @@ class Admission:
         route: RouteConfig,
         plan: RoutePlan,
         standing: Standing,
-        target: float | None,
+        targets: tuple[float | None, float | None],
         now: float,
         leave_by: float,
         code: str,
@@ -167,7 +169,8 @@ class Admission:
             route=route,
             plan=plan,
             standing=standing,
-            target_ms=target,
+            target_ms=targets[0],
+            tpot_target_ms=targets[1],
             arrived=now,
             leave_by=leave_by,
             late_code=code,

@@ -39,6 +39,7 @@ class Held:
     plan: RoutePlan
     standing: Standing
     target_ms: float | None
+    tpot_target_ms: float | None
     arrived: float
     leave_by: float
     """When it must be released or dealt with (its deadline's act time, or the longest

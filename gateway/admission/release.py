@@ -141,6 +141,7 @@ class Releaser:
             elapsed_ms=elapsed_ms,
             saturated=self._admission.saturation,
             chosen_only=not self._admission.may_spill(held, now),
+            tpot_target_ms=held.tpot_target_ms,
         )
         if room.backend is None:
             self.no_room[queue.route] = room.why

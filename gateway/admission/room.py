@@ -34,9 +34,12 @@ def find_room(
     elapsed_ms: float,
     saturated: SaturationConfig | None,
     chosen_only: bool = False,
+    tpot_target_ms: float | None = None,
 ) -> Room:
     """The first backend of `leg`'s order with room; `saturated` None: no load bound;
-    `chosen_only`: only the decision's choice will do (the request waits for it)."""
+    `chosen_only`: only the decision's choice will do (the request waits for it). With
+    `tpot_target_ms`, a backend decoding at a recent TPOT above it has no room: one more
+    prefill there would only slow every stream it runs."""
     snapshot = leg.snapshot
     if snapshot is None:  # a leg decided without a snapshot has nothing to predict from
         return Room(leg.decision.chosen, "no prediction")
@@ -45,6 +48,8 @@ def find_room(
     for name in order:
         view = snapshot.backends[name]
         full = saturation(view, saturated) if saturated is not None else None
+        if full is None and tpot_target_ms is not None:
+            full = _slow_decoding(view, tpot_target_ms)
         if full is not None:
             misses.append(f"{name}: {full}")
             continue
@@ -55,6 +60,14 @@ def find_room(
             return Room(name, _meets(name, predicted, elapsed_ms, target_ms))
         misses.append(f"{name}: predicted TTFT {predicted:,.0f} ms")
     return Room(None, "; ".join(misses) or "no candidate")
+
+
+def _slow_decoding(view: BackendView, tpot_target_ms: float) -> str | None:
+    # Only while it decodes: an idle backend's last TPOT says nothing of the next one,
+    # and a learned TPOT that can only fall by serving would otherwise hold for ever.
+    if view.decoding <= 0 or view.tpot_ms <= tpot_target_ms:
+        return None
+    return f"decoding at {view.tpot_ms:,.1f} ms per token, over the {tpot_target_ms:,.0f} ms target"
 
 
 def _meets(name: str, predicted: float, elapsed_ms: float, target_ms: float) -> str:

@@ -4,6 +4,7 @@ waits, in what order, and who is moved or refused before its deadline."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -356,3 +357,25 @@ async def test_with_deadlines_only_a_request_that_fits_passes_those_held(rig: An
     record = await r.admit(r.plan(ttft_ms=900))  # fits on b now
     assert record.held is not None and record.held.outcome == "immediate"
     waiting.cancel()
+
+
+async def test_a_backend_decoding_slower_than_the_tpot_target_has_no_room(rig: Any) -> None:
+    r = rig()
+    r.load("a", 50_000)
+    r.state.decode_started("b")  # b decodes one stream, lately at 80 ms per token
+    for _ in range(30):
+        r.state.estimates("b").observe_tpot(decode_s=7.9, completion_tokens=100)
+    plan = r.plan(ttft_ms=1_000)
+    plan = replace_traits(r, plan, tpot_ms=50)
+    with pytest.raises(RequestShed) as refused:
+        await r.admit(plan)
+    assert "over the 50 ms target" in refused.value.message
+    # Once b stops decoding its last TPOT says nothing: it has room again.
+    r.state.decode_ended("b")
+    record = await r.admit(replace_traits(r, r.plan(ttft_ms=1_000), tpot_ms=50))
+    assert record.held is not None and record.held.outcome == "immediate"
+
+
+def replace_traits(r: Rig, plan: RoutePlan, **targets: float) -> RoutePlan:
+    traits = dataclasses.replace(plan.traits, tpot_slo_ms=targets["tpot_ms"])
+    return r.router.plan(r.router.route("default"), traits)
