@@ -21,9 +21,10 @@ class GatewayProfile:
     flow_control: Callable[[FleetRoute], dict[str, Any]] | None = None
     """The config's `flow_control` section for a fleet (its thresholds in the fleet's
     wall-clock units); None: the default (deadlines only)."""
-    route_sla: bool = False
-    """Give the route the run's SLOs as its `sla`: flow control's deadlines apply to
-    every request (without it only the hybrid fleet's route has one)."""
+    route_sla: tuple[str, ...] = ()
+    """The run's SLOs the route gets as its `sla` (`ttft_ms`, `tpot_ms`): with a TTFT
+    target flow control's deadlines apply to every request, with a TPOT target its TPOT
+    gate (without either only the hybrid fleet's route has an SLA)."""
     scrape: bool = False
     """Scrape each engine's `/metrics` (running, waiting, KV use) for the saturation
     detector."""
@@ -119,8 +120,9 @@ PROFILES: dict[str, GatewayProfile] = {
 # route's SLA, a request that cannot start in time is refused (429) before its deadline;
 # `-fc` also holds every request while the engines are full, in the gateway's queue.
 _CACHE_AWARE = PROFILES["cache-aware"]
+_BOTH = ("ttft_ms", "tpot_ms")
 PROFILES["cache-aware-deadline"] = GatewayProfile(
-    _CACHE_AWARE.plugins, _CACHE_AWARE.policies, route_sla=True
+    _CACHE_AWARE.plugins, _CACHE_AWARE.policies, route_sla=_BOTH
 )
 
 
@@ -145,11 +147,21 @@ def _holding(fleet: FleetRoute) -> dict[str, Any]:
 PROFILES["cache-aware-fc"] = GatewayProfile(
     _CACHE_AWARE.plugins, _CACHE_AWARE.policies, flow_control=_holding, scrape=True
 )
+# The same holding with the TPOT SLO as the route's target: no backend takes a request
+# while it decodes slower than that (a batch request: slower than 0.8 of it), so the
+# interactive class keeps its TPOT while batch waits; no TTFT target, so nothing is shed.
+PROFILES["cache-aware-classes"] = GatewayProfile(
+    _CACHE_AWARE.plugins,
+    _CACHE_AWARE.policies,
+    flow_control=_holding,
+    route_sla=("tpot_ms",),
+    scrape=True,
+)
 # The hybrid fleet with flow control's deadlines: local engines first; a request that cannot
 # start there within the route's TTFT SLA moves to the clouds' route before its deadline.
 _COST_AWARE = PROFILES["cost-aware"]
 PROFILES["cost-aware-fc"] = GatewayProfile(
-    _COST_AWARE.plugins, _COST_AWARE.policies, route_sla=True, spill_to_cloud=True
+    _COST_AWARE.plugins, _COST_AWARE.policies, route_sla=_BOTH, spill_to_cloud=True
 )
 SGLANG = "sglang"
 DEFAULT_POLICIES = ("round-robin", "least-load", "cache-aware", SGLANG)
@@ -236,7 +248,7 @@ def profile_config(profile: GatewayProfile, fleet: FleetRoute, port: int) -> dic
         "model": fleet.model,
         "backends": list(fleet.backends),
     }
-    sla = fleet.sla or (fleet.slo if profile.route_sla else {})
+    sla = fleet.sla or {k: v for k, v in fleet.slo.items() if k in profile.route_sla}
     if sla:
         route["sla"] = sla
     backends = _backends(fleet)

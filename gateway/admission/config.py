@@ -33,6 +33,13 @@ class PriorityClass(StrictConfig):
     ttft_ms: float | None = Field(
         None, gt=0, description="Its TTFT target when neither the request nor its route set one."
     )
+    headroom: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="The share of each limit this class may fill (the saturation detector's "
+        "KV and prefill limits, the TPOT gate): below 1 keeps room for higher classes.",
+    )
     keys: list[str] = Field(
         default_factory=list, description="Client key ids whose requests are of this class."
     )
@@ -45,8 +52,8 @@ def _default_classes() -> list[PriorityClass]:
     return [
         PriorityClass(name="interactive", band=0),
         PriorityClass(name="standard", band=1),
-        PriorityClass(name="batch", band=2),
-        PriorityClass(name="sheddable", band=3, sheddable=True, on_late="shed"),
+        PriorityClass(name="batch", band=2, headroom=0.8),
+        PriorityClass(name="sheddable", band=3, sheddable=True, on_late="shed", headroom=0.6),
     ]
 
 

@@ -108,6 +108,7 @@ class Admission:
                 saturated=self.saturation,
                 chosen_only=self.config.enabled,
                 tpot_target_ms=tpot,
+                share=cls.headroom,
             )
             if room.backend is not None:
                 plan.first = leg.prefer(room.backend)

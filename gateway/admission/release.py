@@ -142,6 +142,7 @@ class Releaser:
             saturated=self._admission.saturation,
             chosen_only=not self._admission.may_spill(held, now),
             tpot_target_ms=held.tpot_target_ms,
+            share=held.standing.cls.headroom,
         )
         if room.backend is None:
             self.no_room[queue.route] = room.why
@@ -151,6 +152,8 @@ class Releaser:
         return True
 
     def _roomy(self, views: dict[str, BackendView]) -> frozenset[str]:
+        """Backends with room for a request of the most generous class (`headroom` 1):
+        with none, no held request can go."""
         limit = self._admission.saturation
         return frozenset(
             name

@@ -35,11 +35,13 @@ def find_room(
     saturated: SaturationConfig | None,
     chosen_only: bool = False,
     tpot_target_ms: float | None = None,
+    share: float = 1.0,
 ) -> Room:
     """The first backend of `leg`'s order with room; `saturated` None: no load bound;
     `chosen_only`: only the decision's choice will do (the request waits for it). With
     `tpot_target_ms`, a backend decoding at a recent TPOT above it has no room: one more
-    prefill there would only slow every stream it runs."""
+    prefill there would only slow every stream it runs. `share` (the request's class's
+    `headroom`) scales those limits down, keeping room for higher classes."""
     snapshot = leg.snapshot
     if snapshot is None:  # a leg decided without a snapshot has nothing to predict from
         return Room(leg.decision.chosen, "no prediction")
@@ -47,9 +49,9 @@ def find_room(
     order = leg.decision.order[:1] if chosen_only else leg.decision.order
     for name in order:
         view = snapshot.backends[name]
-        full = saturation(view, saturated) if saturated is not None else None
+        full = saturation(view, saturated, share) if saturated is not None else None
         if full is None and tpot_target_ms is not None:
-            full = _slow_decoding(view, tpot_target_ms)
+            full = _slow_decoding(view, tpot_target_ms * share)
         if full is not None:
             misses.append(f"{name}: {full}")
             continue

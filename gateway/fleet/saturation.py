@@ -43,8 +43,9 @@ class SaturationConfig(StrictConfig):
     )
 
 
-def saturation(view: BackendView, config: SaturationConfig) -> str | None:
-    """Why `view` is full now, or None when it has room for one more request."""
+def saturation(view: BackendView, config: SaturationConfig, share: float = 1.0) -> str | None:
+    """Why `view` is full now, or None when it has room for one more request; `share`
+    scales the KV and prefill limits down (a class that keeps room for higher ones)."""
     if view.in_flight >= view.max_concurrency:
         return f"at max_concurrency ({view.in_flight} in flight)"
     if view.engine_stale and config.stale_is_full:
@@ -53,10 +54,10 @@ def saturation(view: BackendView, config: SaturationConfig) -> str | None:
     if waiting is not None and waiting >= config.max_engine_waiting:
         return f"engine reports {waiting} waiting"
     kv = view.engine_kv_usage
-    if kv is not None and kv >= config.max_kv_usage:
+    if kv is not None and kv >= config.max_kv_usage * share:
         return f"engine KV cache {kv:.0%} in use"
     queued_ms = queued_prefill_ms(view)
-    if queued_ms >= config.max_queued_prefill_ms:
+    if queued_ms >= config.max_queued_prefill_ms * share:
         return f"{view.queued_prefill_tokens:,} prefill tokens queued (~{queued_ms:,.0f} ms)"
     return None
 

@@ -379,3 +379,18 @@ async def test_a_backend_decoding_slower_than_the_tpot_target_has_no_room(rig: A
 def replace_traits(r: Rig, plan: RoutePlan, **targets: float) -> RoutePlan:
     traits = dataclasses.replace(plan.traits, tpot_slo_ms=targets["tpot_ms"])
     return r.router.plan(r.router.route("default"), traits)
+
+
+async def test_a_class_with_less_headroom_leaves_room_for_the_others(rig: Any) -> None:
+    r = rig(SATURATED)  # full at 100 ms of queued prefill; batch's headroom 0.8: at 80 ms
+    r.load("b", 50_000)
+    r.load("b", 0)  # least-load prefers a
+    r.load("a", 900)  # 90 ms queued on a
+    batch = r.start(r.admit(r.plan(), r.standing("batch")))
+    await settle()
+    assert not batch.done()
+    record = await r.admit(r.plan(), r.standing("interactive"))
+    # Past the held batch request at once (the queue was not empty: the pump let it go).
+    assert record.held is not None and record.held.outcome == "queued"
+    assert record.held.waited_ms < 1 and not batch.done()
+    batch.cancel()
