@@ -90,13 +90,16 @@ def service_ms(leg: Leg) -> float:
 
 
 def best_ttft_ms(leg: Leg) -> float:
-    """The predicted TTFT of the leg's chosen backend now (inf when it has none)."""
+    """The predicted TTFT of the leg's chosen backend now, with what the prediction has
+    lately missed there (a cloud's queueing and network time, until learned, is none of
+    the latency model's); inf when it has none."""
     snapshot, chosen = leg.snapshot, leg.decision.chosen
     if chosen is None:
         return math.inf
     if snapshot is None:
         return 0.0
-    return predicted_ttft_ms(snapshot, snapshot.backends[chosen])
+    view = snapshot.backends[chosen]
+    return max(0.0, predicted_ttft_ms(snapshot, view) + view.ttft_error_ms)
 
 
 def cached_on_room(
