@@ -92,42 +92,54 @@ class Admission:
         target = traits.ttft_slo_ms or route.sla.ttft_ms or cls.ttft_ms
         if not self.config.enabled and target is None:
             return
-        tpot = traits.tpot_slo_ms or route.sla.tpot_ms
-        now = self.clock()
-        leg = plan.first
-        if not leg.decision.order:
+        if not plan.first.decision.order:
             return  # nothing to wait for: the dispatcher says why no backend can serve
+        targets = (target, traits.tpot_slo_ms or route.sla.tpot_ms)
         queue = self._queue(route)
-        # With deadlines only, no order is owed to those held: a request that can meet
-        # its target now goes, whoever waits for a target that nothing meets yet.
-        if not len(queue) or not self.config.enabled:
-            room = find_room(
-                leg,
-                target_ms=target,
-                elapsed_ms=0.0,
-                saturated=self.saturation,
-                chosen_only=self.config.enabled,
-                tpot_target_ms=tpot,
-                share=cls.headroom,
-            )
-            if room.backend is not None:
-                plan.first = leg.prefer(room.backend)
-                self._went(standing, record, plan.first, "immediate", 0.0, room.why)
-                return
-            why = room.why
-        else:
-            why = f"{len(queue)} held ahead on route {route.name}"
+        why = self._go_at_once(queue, plan, standing, record, targets)
+        if why is None:
+            return
+        now, leg = self.clock(), plan.first
         leave_by, code = self._leave_by(plan, leg, cls, target, now)
         if cls.sheddable or leave_by <= now:
             late = why if leave_by > now else self._late_reason(leg, target, why)
             self._late(plan, record, standing, 0.0, Release("late", late, code), queue)
             return
-        held = self._hold(queue, route, plan, standing, (target, tpot), now, leave_by, code)
+        held = self._hold(queue, route, plan, standing, targets, now, leave_by, code)
         if held is None:
             release = Release("late", f"queue full ({queue.limit} held)", "queue_full")
             self._late(plan, record, standing, 0.0, release, queue)
             return
         await self._wait(held, queue, record)
+
+    def _go_at_once(
+        self,
+        queue: RouteQueue,
+        plan: RoutePlan,
+        standing: Standing,
+        record: DecisionRecord,
+        targets: tuple[float | None, float | None],
+    ) -> str | None:
+        """Send the request on at once if a backend has room (None), else say why not.
+        With deadlines only no order is owed to those held: a request that can meet its
+        target now goes, whoever waits for a target nothing meets yet."""
+        if len(queue) and self.config.enabled:
+            return f"{len(queue)} held ahead on route {queue.route}"
+        leg = plan.first
+        room = find_room(
+            leg,
+            target_ms=targets[0],
+            elapsed_ms=0.0,
+            saturated=self.saturation,
+            chosen_only=self.config.enabled,
+            tpot_target_ms=targets[1],
+            share=standing.cls.headroom,
+        )
+        if room.backend is None:
+            return room.why
+        plan.first = leg.prefer(room.backend)
+        self._went(standing, record, plan.first, "immediate", 0.0, room.why)
+        return None
 
     async def _wait(self, held: Held, queue: RouteQueue, record: DecisionRecord) -> None:
         self._releaser.wake()
