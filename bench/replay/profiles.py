@@ -124,6 +124,13 @@ _BOTH = ("ttft_ms", "tpot_ms")
 PROFILES["cache-aware-deadline"] = GatewayProfile(
     _CACHE_AWARE.plugins, _CACHE_AWARE.policies, route_sla=_BOTH
 )
+# The same, a stream whose first token has not come by its deadline ended there (429).
+PROFILES["cache-aware-deadline-cut"] = GatewayProfile(
+    _CACHE_AWARE.plugins,
+    _CACHE_AWARE.policies,
+    flow_control=lambda fleet: {"cut_at_deadline": True},
+    route_sla=_BOTH,
+)
 
 
 def _holding(fleet: FleetRoute) -> dict[str, Any]:

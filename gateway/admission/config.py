@@ -105,6 +105,12 @@ class FlowControlConfig(StrictConfig):
     )
     order: list[OrderPluginConfig] = Field(default_factory=lambda: list(DEFAULT_ORDER))
     saturation: SaturationConfig = SaturationConfig()
+    cut_at_deadline: bool = Field(
+        False,
+        description="A stream with a TTFT target whose first token has not come by then "
+        "is ended at its deadline (the engine's work cancelled) with a 429 "
+        "`deadline_unmeetable`; off: one let through is served however late.",
+    )
     recheck_ms: float = Field(
         50.0, gt=0, description="How often held requests are looked at when nothing changes."
     )

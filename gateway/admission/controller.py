@@ -84,16 +84,30 @@ class Admission:
 
     async def admit(
         self, route: RouteConfig, plan: RoutePlan, standing: Standing, record: DecisionRecord
-    ) -> None:
+    ) -> float | None:
         """Return when the request may be dispatched on `plan` (whose first leg may have
         been decided again, or be a fallback route's); RequestShed when it may not. What
-        was done is `record.held`."""
+        was done is `record.held`. Returns the moment (on `clock`) its first token must
+        have come by, with `cut_at_deadline` and a TTFT target; else None."""
         cls, traits = standing.cls, plan.traits
         target = traits.ttft_slo_ms or route.sla.ttft_ms or cls.ttft_ms
         if not self.config.enabled and target is None:
-            return
+            return None
+        cut = self.clock() + target / 1000.0 if target and self.config.cut_at_deadline else None
         if not plan.first.decision.order:
-            return  # nothing to wait for: the dispatcher says why no backend can serve
+            return cut  # nothing to wait for: the dispatcher says why no backend can serve
+        await self._admit(route, plan, standing, record, target)
+        return cut
+
+    async def _admit(
+        self,
+        route: RouteConfig,
+        plan: RoutePlan,
+        standing: Standing,
+        record: DecisionRecord,
+        target: float | None,
+    ) -> None:
+        cls, traits = standing.cls, plan.traits
         targets = (target, traits.tpot_slo_ms or route.sla.tpot_ms)
         queue = self._queue(route)
         why = self._go_at_once(queue, plan, standing, record, targets)

@@ -226,11 +226,12 @@ async def _respond(
     )
     answer_headers = {"x-switchyard-decision": decision.id, **budget, **limits}
     try:
+        first_token_by = None
         if admission is not None and standing is not None:
-            await _hold(admission, exchange, route, plan, standing, answer_headers)
+            first_token_by = await _hold(admission, exchange, route, plan, standing, answer_headers)
         if traits.stream:
             return await _open_stream(
-                gateway, exchange, translation, plan, upstream, answer_headers
+                gateway, exchange, translation, plan, upstream, answer_headers, first_token_by
             )
         return await _send(gateway, exchange, translation, plan, upstream, answer_headers)
     except SwitchyardError as exc:
@@ -253,13 +254,14 @@ async def _hold(
     plan: RoutePlan,
     standing: Standing,
     headers: dict[str, str],
-) -> None:
+) -> float | None:
     """Flow control: return when the request may go (on `plan`'s first leg, perhaps
-    decided again or a fallback route's); RequestShed when it may not."""
+    decided again or a fallback route's), with the moment its first token must come by
+    when it is to be cut there; RequestShed when it may not go."""
     record = exchange.record
     assert record is not None
     try:
-        await admission.admit(route, plan, standing, record)
+        first_token_by = await admission.admit(route, plan, standing, record)
     finally:
         held = record.held
         if held is not None:
@@ -268,6 +270,7 @@ async def _hold(
     if record.held is not None:
         tenant = standing.tenant
         exchange.charge = partial(admission.charge_answer, tenant)
+    return first_token_by
 
 
 async def _send(
@@ -300,12 +303,13 @@ async def _open_stream(
     plan: RoutePlan,
     upstream: UpstreamBodies,
     headers: dict[str, str],
+    first_token_by: float | None = None,
 ) -> Response:
     record = exchange.record
     assert record is not None
     deadline = gateway.dispatcher.deadline()
     lease, stream = await gateway.dispatcher.open_stream(
-        record, plan, upstream.request_for, deadline
+        record, plan, upstream.request_for, deadline, first_token_by=first_token_by
     )
     stream = gateway.drain.watch(stream)  # a shutdown's deadline can end it, with an event
     exchange.lease = lease

@@ -28,13 +28,14 @@ from gateway.errors import (
     CapacityExhausted,
     NoBackendAvailable,
     PlacementUnsatisfiable,
+    RequestShed,
     RouteCoolingDown,
 )
 from gateway.routing.decisions import Attempt, DecisionRecord, FallbackLeg
 from gateway.routing.lease import Lease, PrefixMemory
 from policies.predict import predicted_ttft_ms
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
-from providers.errors import ApiError, UpstreamError, UpstreamStatusError
+from providers.errors import ApiError, UpstreamError, UpstreamStatusError, UpstreamTimeout
 
 if TYPE_CHECKING:
     from gateway.config.root import Config
@@ -90,17 +91,24 @@ class Dispatcher:
         return await self._try_routes(plan, trial)
 
     async def open_stream(
-        self, record: DecisionRecord, plan: RoutePlan, request_for: RequestFor, deadline: float
+        self,
+        record: DecisionRecord,
+        plan: RoutePlan,
+        request_for: RequestFor,
+        deadline: float,
+        *,
+        first_token_by: float | None = None,
     ) -> tuple[Lease, UpstreamStream]:
         """A stream past its first chunk and the committed backend's lease, for the
-        caller to `finish()` when the stream ends."""
+        caller to `finish()` when the stream ends. `first_token_by` (flow control's
+        `cut_at_deadline`): no first chunk by then ends the request with RequestShed."""
 
         async def attempt(
             provider: Provider, deadlines: Deadlines, request: UpstreamRequest
         ) -> UpstreamStream:
             return await provider.open_stream(request, deadlines)
 
-        trial = _Trial(record, attempt, request_for, deadline, streaming=True)
+        trial = _Trial(record, attempt, request_for, deadline, True, first_token_by)
         return await self._try_routes(plan, trial)
 
     async def _try_routes(self, plan: RoutePlan, trial: _Trial[T]) -> tuple[Lease, T]:
@@ -157,6 +165,7 @@ class Dispatcher:
         while order and self._attempt_left(trial):
             if self._clock() >= trial.deadline:
                 break
+            _check_first_token_by(trial, self._clock())
             name = order.pop(0)
             try:
                 return await self._attempt(leg, name, trial)
@@ -244,9 +253,14 @@ class Dispatcher:
         )
         attempts, route = trial.record.attempts, leg.route.name
         try:
-            deadlines = self._deadlines(name, trial.deadline, trial.streaming)
+            deadlines = self._deadlines(name, trial)
             result = await trial.attempt(self._providers[name], deadlines, request)
         except UpstreamError as exc:
+            if _cut(trial, exc, self._clock()):
+                # The request's own deadline, not the backend's failure: no evidence.
+                lease.failed(None)
+                attempts.append(Attempt(name, "ttft_deadline", self._ms_since(started), route))
+                _check_first_token_by(trial, self._clock())
             lease.failed(exc)
             outcome = exc.code or "error"
             attempts.append(Attempt(name, outcome, self._ms_since(started), route, model))
@@ -259,14 +273,18 @@ class Dispatcher:
         attempts.append(Attempt(name, "ok", self._ms_since(started), route, model))
         return lease, result
 
-    def _deadlines(self, name: str, deadline: float, streaming: bool) -> Deadlines:
+    def _deadlines(self, name: str, trial: _Trial[T]) -> Deadlines:
         timeouts = self._config.timeouts_for(name)
-        left = max(0.001, deadline - self._clock())
+        now = self._clock()
+        left = max(0.001, trial.deadline - now)
+        first = min(timeouts.first_token_s, left)
+        if trial.first_token_by is not None:
+            first = min(first, max(0.001, trial.first_token_by - now))
         return Deadlines(
             connect_s=min(timeouts.connect_s, left),
             # A non-streaming answer arrives whole, after the full generation: only the
             # request's total deadline bounds it.
-            first_byte_s=min(timeouts.first_token_s, left) if streaming else left,
+            first_byte_s=first if trial.streaming else left,
             between_chunks_s=timeouts.between_chunks_s,
             max_body_bytes=self._config.bounds.max_upstream_body_bytes,
             max_stream_bytes=self._config.bounds.max_upstream_stream_bytes,
@@ -306,10 +324,30 @@ def _cooling_down(members: str, soonest_s: float) -> RouteCoolingDown:
 
 @dataclass(frozen=True, slots=True)
 class _Trial(Generic[T]):
-    """One request's dispatch: its record, how to make an attempt, and its deadline."""
+    """One request's dispatch: its record, how to make an attempt, and its deadlines."""
 
     record: DecisionRecord
     attempt: AttemptFn[T]
     request_for: RequestFor
     deadline: float
     streaming: bool
+    first_token_by: float | None = None
+    """Flow control's `cut_at_deadline`: the stream's first chunk must come by then."""
+
+
+def _cut(trial: _Trial[T], exc: UpstreamError, now: float) -> bool:
+    """Whether `exc` is the first-token deadline running out, not the backend failing."""
+    by = trial.first_token_by
+    return by is not None and isinstance(exc, UpstreamTimeout) and now >= by - 0.001
+
+
+def _check_first_token_by(trial: _Trial[T], now: float) -> None:
+    """RequestShed once the stream's first-token deadline has passed."""
+    by = trial.first_token_by
+    if by is not None and now >= by - 0.001:
+        raise RequestShed(
+            "no first token by the request's TTFT target: ended at its deadline "
+            "(flow_control.cut_at_deadline)",
+            code="deadline_unmeetable",
+            retry_after_s=1.0,
+        )

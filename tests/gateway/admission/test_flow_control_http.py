@@ -98,3 +98,25 @@ async def test_held_requests_go_as_the_engine_frees_up(
     values = await sampled(gw, "switchyard_queue_wait_seconds_count", 3)
     assert total(values, "switchyard_admissions_total", outcome="queued") == 3
     await sampled(gw, "switchyard_queue_depth", 0)  # the sampler's next tick empties it
+
+
+async def test_a_stream_past_its_deadline_is_cut_there_with_a_429(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    engine = await start_emulator(base_latency_ms=3_000.0)  # the first token 3 s late
+    config = make_config({"e": engine.base_url}, flow_control={"cut_at_deadline": True})
+    gw = await start_gateway(config)
+    started = asyncio.get_running_loop().time()
+    response = await gw.client.post(
+        "/v1/chat/completions",
+        json={**CHAT, "stream": True},
+        headers={"x-switchyard-ttft-ms": "400"},
+    )
+    elapsed = asyncio.get_running_loop().time() - started
+    assert response.status_code == 429
+    assert response.json()["error"]["code"] == "deadline_unmeetable"
+    assert 0.3 < elapsed < 1.5  # at its deadline, not after the engine's 3 s
+    attempts = (await decision(gw.client, response))["attempts"]
+    assert [a["outcome"] for a in attempts] == ["ttft_deadline"]
+    # Not the backend's failure: it is still healthy.
+    assert all(b["healthy"] and b["failures"] == 0 for b in gw.gateway.state.describe())
