@@ -125,7 +125,7 @@ class FlowControlConfig(StrictConfig):
         try:
             build_order(self.order, ageing_s=self.ageing_s, path="order")
         except PolicyConfigError as exc:
-            raise ValueError("; ".join(exc.problems)) from None
+            raise ValueError("\n".join(exc.problems)) from None
         return self
 
     def class_named(self, name: str) -> PriorityClass | None:

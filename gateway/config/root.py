@@ -291,7 +291,7 @@ def _validate_sections(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]
         try:
             sections[name] = adapter.validate_python(data[name])
         except ValidationError as exc:
-            problems += [_describe(err, prefix=name) for err in exc.errors()]
+            problems += [line for err in exc.errors() for line in _describe(err, prefix=name)]
     return sections, problems
 
 
@@ -308,10 +308,15 @@ def load_config(path: str | Path) -> Config:
     return parse_config(data, source)
 
 
-def _describe(err: Any, prefix: str = "") -> str:
-    """Render one pydantic error as `yaml.path: message`."""
+def _describe(err: Any, prefix: str = "") -> list[str]:
+    """Render one pydantic error as `yaml.path: message`; a validator's message of several
+    lines (one problem each) as as many problems, each with its path."""
     loc = ".".join(str(part) for part in (prefix, *err["loc"]) if part != "")
     msg = str(err["msg"]).removeprefix("Value error, ")
+    return [_one_problem(loc, line) for line in msg.split("\n")]
+
+
+def _one_problem(loc: str, msg: str) -> str:
     head, sep, rest = msg.partition(": ")
     # Our validators prefix their messages with the path below the model they check.
     if sep and " " not in head:

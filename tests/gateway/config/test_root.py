@@ -633,3 +633,19 @@ def test_config_is_frozen() -> None:
     config: Config = parse_config(base())
     with pytest.raises(ValueError):
         config.server.port = 1  # type: ignore[misc]
+
+
+def test_each_problem_a_section_validator_finds_gets_its_own_path() -> None:
+    data = {
+        "backends": [{"name": "e", "base_url": "http://127.0.0.1:9/v1", "models": ["m"]}],
+        "routes": [{"name": "r", "model": "m", "backends": ["e"]}],
+        "profiles": [{"name": "balanced", "plugins": [{"ref": "max-score-picker"}]}],
+        "flow_control": {
+            "order": [{"type": "nope-order"}, {"type": "age", "params": {"horizon_s": -1}}]
+        },
+    }
+    with pytest.raises(ConfigError) as failed:
+        parse_config(data)
+    problems = failed.value.problems
+    assert problems[0].startswith("flow_control.order.0.type: unknown order policy 'nope-order'")
+    assert problems[1].startswith("flow_control.order.1.params.horizon_s: ")
