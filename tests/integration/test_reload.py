@@ -3,6 +3,7 @@ unchanged backends kept, requests in flight finished on the config they started 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,31 @@ async def test_unchanged_backends_keep_their_state(
         assert described["b3"]["healthy"]
         again = await gw.client.post(CHAT, json=chat(route="other"))
         assert again.headers["x-switchyard-backend"] == "b3"  # b2 is still out
+
+
+async def test_requests_held_by_flow_control_are_served_across_a_reload(
+    tmp_path: Path, start_emulator: StartEmulator
+) -> None:
+    engine = await start_emulator(token_delay_ms=40.0)
+    one = {**backend("b1", engine.base_url), "max_concurrency": 1}
+    config = fleet_config([one], {"default": ["b1"]}, flow_control={"enabled": True})
+    async with file_gateway(tmp_path / "c.yaml", config) as gw:
+        first = gw.gateway
+        sent = [
+            asyncio.create_task(gw.client.post(CHAT, json=chat(max_tokens=8))) for _ in range(3)
+        ]
+
+        async def held() -> bool:
+            admission = first.admission
+            return admission is not None and bool(admission.queue_depths())
+
+        await eventually(held, "requests held by the first generation")
+        gw.write(fleet_config([one], {"default": ["b1"]}, flow_control={"enabled": True}))
+        assert (await gw.client.post(RELOAD, headers=ADMIN)).status_code == 200
+        assert gw.gateway is not first
+        answers = await asyncio.gather(*sent)
+        assert [a.status_code for a in answers] == [200, 200, 200]
+        assert {a.headers["x-switchyard-admission"] for a in answers} <= {"immediate", "queued"}
+        # A request after the reload goes through the new generation's queue.
+        after = await gw.client.post(CHAT, json=chat())
+        assert after.status_code == 200 and after.headers["x-switchyard-admission"] == "immediate"
