@@ -217,11 +217,8 @@ class Admission:
         `max_wait_s`."""
         if target is None:
             return now + self.config.max_wait_s, "queue_timeout"
-        needed = service_ms(leg)
-        if self._moves(cls, plan):
-            fallback = plan.peek_fallback()
-            if fallback is not None:
-                needed = best_ttft_ms(fallback)
+        fallback = plan.peek_fallback() if self._moves(cls, plan) else None
+        needed = best_ttft_ms(fallback) if fallback is not None else service_ms(leg)
         return now + (target - needed) / 1000.0 - _MARGIN_S, "deadline_unmeetable"
 
     def _late_reason(self, leg: Leg, target: float | None, why: str) -> str:

@@ -8,14 +8,13 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gateway.fleet.estimates import ewma
 from policies.order.snapshot import Waiting
 
 if TYPE_CHECKING:
     from gateway.admission.classes import Standing
     from gateway.config.root import RouteConfig
     from gateway.routing.router import RoutePlan
-
-_ALPHA = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +101,7 @@ class RouteQueue:
         if self._last_release is not None:
             gap = now - self._last_release
             current = self.release_interval_s
-            self.release_interval_s = gap if current is None else current + _ALPHA * (gap - current)
+            self.release_interval_s = gap if current is None else ewma(current, gap)
         self._last_release = now
 
     def next_leave_by(self) -> float:

@@ -119,9 +119,10 @@ class Releaser:
         now = self._admission.clock()
         route = next(iter(queue.held.values())).route
         views = self._state.views(route.backend_names)
-        roomy = self._roomy(views)
+        full = self._full(views)
+        roomy = frozenset(name for name in views if name not in full)
         if not roomy:
-            self.no_room[queue.route] = self._full(views)
+            self.no_room[queue.route] = "; ".join(f"{n}: {why}" for n, why in full.items())
             return False
         for ranked in self._ranked(queue, views, roomy, now)[:_TRIES]:
             held = queue.held[ranked.waiting.key]
@@ -151,25 +152,19 @@ class Releaser:
         queue.released(held, now, Release("go", f"{room.why}; order: {ranked.reason()}"))
         return True
 
-    def _roomy(self, views: dict[str, BackendView]) -> frozenset[str]:
-        """Backends with room for a request of the most generous class (`headroom` 1):
-        with none, no held request can go."""
+    def _full(self, views: dict[str, BackendView]) -> dict[str, str]:
+        """Why each backend without room for a request of the most generous class
+        (`headroom` 1) has none: unhealthy, or saturated; with none left, no held request
+        can go."""
         limit = self._admission.saturation
-        return frozenset(
-            name
-            for name, view in views.items()
-            if view.healthy and (limit is None or saturation(view, limit) is None)
-        )
-
-    def _full(self, views: dict[str, BackendView]) -> str:
-        limit = self._admission.saturation
-        reasons = []
+        full = {}
         for name, view in views.items():
-            why = view.health_reason if not view.healthy else None
+            why = view.health_reason or "unhealthy" if not view.healthy else None
             if why is None and limit is not None:
                 why = saturation(view, limit)
-            reasons.append(f"{name}: {why or 'full'}")
-        return "; ".join(reasons)
+            if why is not None:
+                full[name] = why
+        return full
 
     def _ranked(
         self,

@@ -36,12 +36,12 @@ class BackendEstimates:
             return
         self.ttft_samples += 1
         if uncached_tokens < _MIN_UNCACHED_TOKENS:
-            self.network_ms = _ewma(self.network_ms, ttft_s * 1000.0)
+            self.network_ms = ewma(self.network_ms, ttft_s * 1000.0)
             return
         if self.engine_prefill_samples:
             return
         prefill_s = max(ttft_s - self.network_ms / 1000.0, 1e-4)
-        self.prefill_tokens_per_s = _ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
+        self.prefill_tokens_per_s = ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
 
     def observe_engine_prefill(self, prefill_s: float, uncached_tokens: int) -> None:
         """The engine computed `uncached_tokens` prompt tokens in `prefill_s`, by its own
@@ -49,21 +49,22 @@ class BackendEstimates:
         if prefill_s <= 0 or uncached_tokens < _MIN_UNCACHED_TOKENS:
             return
         self.engine_prefill_samples += 1
-        self.prefill_tokens_per_s = _ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
+        self.prefill_tokens_per_s = ewma(self.prefill_tokens_per_s, uncached_tokens / prefill_s)
 
     def observe_ttft_error(self, measured_ms: float, predicted_ms: float) -> None:
         """A stream's first byte came `measured_ms` after dispatch; `predicted_ms` was
         expected."""
         self.ttft_error_samples += 1
-        self.ttft_error_ms = _ewma(self.ttft_error_ms, measured_ms - predicted_ms)
+        self.ttft_error_ms = ewma(self.ttft_error_ms, measured_ms - predicted_ms)
 
     def observe_tpot(self, decode_s: float, completion_tokens: int) -> None:
         """A stream produced `completion_tokens` in `decode_s` after its first byte."""
         if completion_tokens < 2 or decode_s <= 0:
             return
         self.tpot_samples += 1
-        self.tpot_ms = _ewma(self.tpot_ms, decode_s * 1000.0 / (completion_tokens - 1))
+        self.tpot_ms = ewma(self.tpot_ms, decode_s * 1000.0 / (completion_tokens - 1))
 
 
-def _ewma(current: float, sample: float) -> float:
+def ewma(current: float, sample: float) -> float:
+    """`current` moved a fifth of the way towards `sample`."""
     return current + _ALPHA * (sample - current)

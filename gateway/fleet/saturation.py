@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from gateway.config.strict import StrictConfig
+from policies.predict import prefill_ms
 
 if TYPE_CHECKING:
     from policies.snapshot import BackendView
@@ -56,12 +57,7 @@ def saturation(view: BackendView, config: SaturationConfig, share: float = 1.0) 
     kv = view.engine_kv_usage
     if kv is not None and kv >= config.max_kv_usage * share:
         return f"engine KV cache {kv:.0%} in use"
-    queued_ms = queued_prefill_ms(view)
+    queued_ms = prefill_ms(view, view.queued_prefill_tokens)
     if queued_ms >= config.max_queued_prefill_ms * share:
         return f"{view.queued_prefill_tokens:,} prefill tokens queued (~{queued_ms:,.0f} ms)"
     return None
-
-
-def queued_prefill_ms(view: BackendView) -> float:
-    """The prefill queued on `view`, in milliseconds at its estimated speed."""
-    return view.queued_prefill_tokens / max(view.prefill_tokens_per_s, 1.0) * 1000.0

@@ -165,7 +165,8 @@ class Dispatcher:
         while order and self._attempt_left(trial):
             if self._clock() >= trial.deadline:
                 break
-            _check_first_token_by(trial, self._clock())
+            if _first_token_due(trial, self._clock()):
+                raise _no_first_token()
             name = order.pop(0)
             try:
                 return await self._attempt(leg, name, trial)
@@ -256,11 +257,11 @@ class Dispatcher:
             deadlines = self._deadlines(name, trial)
             result = await trial.attempt(self._providers[name], deadlines, request)
         except UpstreamError as exc:
-            if _cut(trial, exc, self._clock()):
+            if isinstance(exc, UpstreamTimeout) and _first_token_due(trial, self._clock()):
                 # The request's own deadline, not the backend's failure: no evidence.
                 lease.failed(None)
                 attempts.append(Attempt(name, "ttft_deadline", self._ms_since(started), route))
-                _check_first_token_by(trial, self._clock())
+                raise _no_first_token() from exc
             lease.failed(exc)
             outcome = exc.code or "error"
             attempts.append(Attempt(name, outcome, self._ms_since(started), route, model))
@@ -335,19 +336,16 @@ class _Trial(Generic[T]):
     """Flow control's `cut_at_deadline`: the stream's first chunk must come by then."""
 
 
-def _cut(trial: _Trial[T], exc: UpstreamError, now: float) -> bool:
-    """Whether `exc` is the first-token deadline running out, not the backend failing."""
+def _first_token_due(trial: _Trial[T], now: float) -> bool:
+    """Whether the stream's first-token deadline (`cut_at_deadline`) has passed."""
     by = trial.first_token_by
-    return by is not None and isinstance(exc, UpstreamTimeout) and now >= by - 0.001
+    return by is not None and now >= by - 0.001
 
 
-def _check_first_token_by(trial: _Trial[T], now: float) -> None:
-    """RequestShed once the stream's first-token deadline has passed."""
-    by = trial.first_token_by
-    if by is not None and now >= by - 0.001:
-        raise RequestShed(
-            "no first token by the request's TTFT target: ended at its deadline "
-            "(flow_control.cut_at_deadline)",
-            code="deadline_unmeetable",
-            retry_after_s=1.0,
-        )
+def _no_first_token() -> RequestShed:
+    return RequestShed(
+        "no first token by the request's TTFT target: ended at its deadline "
+        "(flow_control.cut_at_deadline)",
+        code="deadline_unmeetable",
+        retry_after_s=1.0,
+    )
