@@ -14,7 +14,7 @@ import bisect
 import hashlib
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -100,10 +100,22 @@ def only_tenant(requests: Sequence[TraceRequest], tenant: str) -> list[TraceRequ
     """The requests of `tenant`, closed under their dependencies: one whose parent is not
     kept is not kept either (the rule assigns whole sessions, so that only happens where a
     trace's own tenants split one). What the tenant gets when it runs alone."""
+    return _closed(requests, lambda r: r.tenant == tenant)
+
+
+def only_class(requests: Sequence[TraceRequest], priority: str) -> list[TraceRequest]:
+    """The requests of class `priority`, closed under their dependencies as `only_tenant`:
+    what the class gets when it has the fleet to itself, the ceiling of its goodput."""
+    return _closed(requests, lambda r: r.priority == priority)
+
+
+def _closed(
+    requests: Sequence[TraceRequest], keep: Callable[[TraceRequest], bool]
+) -> list[TraceRequest]:
     kept: list[TraceRequest] = []
     ids: set[str] = set()
     for request in requests:
-        if request.tenant != tenant:
+        if not keep(request):
             continue
         if request.parent is not None and request.parent not in ids:
             continue

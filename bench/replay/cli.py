@@ -13,7 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .classes import ClassRule, only_tenant, with_classes
+from .classes import ClassRule, only_class, only_tenant, with_classes
 from .fleet import EngineOptions
 from .hybrid import CLOUDS, LOCAL_COUNT, describe_hybrid
 from .metrics import Slo
@@ -127,6 +127,12 @@ def add_class_arguments(parser: argparse.ArgumentParser) -> None:
         "fleet, to compare with its share of a full run",
     )
     parser.add_argument(
+        "--only-class",
+        metavar="NAME",
+        help="replay only this class's requests (after the rule): the class alone on the "
+        "fleet, the ceiling of its goodput in a full run",
+    )
+    parser.add_argument(
         "--tenant-weights",
         type=weights,
         metavar="W,W,...",
@@ -163,9 +169,13 @@ def class_rule(args: argparse.Namespace) -> ClassRule | None:
     return ClassRule(**chosen)
 
 
-def _requests(trace: Trace, rule: ClassRule | None, tenant: str | None) -> list[TraceRequest]:
+def _requests(trace: Trace, rule: ClassRule | None, args: argparse.Namespace) -> list[TraceRequest]:
     requests = with_classes(trace.requests, rule) if rule is not None else list(trace.requests)
-    return only_tenant(requests, tenant) if tenant is not None else requests
+    if args.only_tenant is not None:
+        requests = only_tenant(requests, args.only_tenant)
+    if args.only_class is not None:
+        requests = only_class(requests, args.only_class)
+    return requests
 
 
 def _engines(args: argparse.Namespace, time_scale: float) -> EngineOptions:
@@ -201,6 +211,7 @@ def parameters(
         "send_session": args.send_session,
         "class_rule": rule.describe() if rule is not None else None,
         "only_tenant": args.only_tenant,
+        "only_class": args.only_class,
         "ttft_slo_ms": args.ttft_slo_ms,
         "tpot_slo_ms": args.tpot_slo_ms,
         "timeline_s": args.timeline_s,
@@ -273,7 +284,7 @@ def run(args: argparse.Namespace) -> int:
         workdir.mkdir(parents=True, exist_ok=True)
         settings = ReplaySettings(
             trace=trace,
-            requests=_requests(trace, rule, args.only_tenant),
+            requests=_requests(trace, rule, args),
             route=args.route,
             engines=engines,
             slo=Slo(args.ttft_slo_ms, args.tpot_slo_ms),

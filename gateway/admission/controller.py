@@ -147,7 +147,7 @@ class Admission:
             saturated=self.saturation,
             chosen_only=self.config.enabled,
             tpot_target_ms=targets[1],
-            share=standing.cls.headroom,
+            share=self.share(standing, self.clock()),
         )
         if room.backend is None:
             return room.why
@@ -239,6 +239,16 @@ class Admission:
         if waited >= self.config.spill_after_s:
             return True
         return held.target_ms is not None and waited >= (held.leave_by - held.arrived) / 2
+
+    def share(self, standing: Standing, now: float) -> float:
+        """How much of a backend's limits the request may fill: its class's `headroom`,
+        times `tenants.over_share_headroom` while its tenant has had more than its share
+        of the recent service and others want some (with `enabled` only)."""
+        share = standing.cls.headroom
+        factor = self.config.tenants.over_share_headroom
+        if factor < 1.0 and self.config.enabled and self.ledger.over_share(standing.tenant, now):
+            share *= factor
+        return share
 
     def _moves(self, cls: PriorityClass, plan: RoutePlan) -> bool:
         return cls.on_late == "fallback" and plan.has_fallback

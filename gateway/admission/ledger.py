@@ -1,5 +1,6 @@
 """Each tenant's recent service: tokens (input, plus output at `output_weight` each),
-decayed with a half-life, over the tenant's weight. What `fair-share-order` reads."""
+decayed with a half-life, over the tenant's weight. What `fair-share-order` reads, and
+whether a tenant has had more than its share while others wanted some (`over_share`)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,22 @@ if TYPE_CHECKING:
 class ServiceLedger:
     """Decayed service per tenant; at most `max_tenants`, the least recently charged
     forgotten first (a forgotten tenant counts as unserved, which favours it: bounded
-    memory errs towards fairness to newcomers)."""
+    memory errs towards fairness to newcomers).
+
+    Every entry decays at the same rate, so their sum is kept as one decayed total; the
+    tenants charged within a half-life (the active ones) and their weights' sum are kept
+    in charge order and expired from the front: `over_share` is O(1) amortised."""
 
     def __init__(self, config: TenantsConfig) -> None:
         self._config = config
         self._rate = math.log(2) / config.half_life_s
         self._entries: OrderedDict[str, tuple[float, float]] = OrderedDict()
         """tenant -> (service at `at`, at)."""
+        self._total = (0.0, 0.0)
+        """(every tenant's service at `at`, at)."""
+        self._active: OrderedDict[str, float] = OrderedDict()
+        """tenant -> when last charged, oldest first; within `half_life_s` of the last look."""
+        self._active_weight = 0.0
 
     def charge(self, tenant: str, tokens: float, now: float) -> None:
         if tokens <= 0:
@@ -31,8 +41,14 @@ class ServiceLedger:
         value = self._decayed(tenant, now) + tokens
         entries[tenant] = (value, now)
         entries.move_to_end(tenant)
+        self._total = (self._total_at(now) + tokens, now)
+        self._activate(tenant, now)
         while len(entries) > self._config.max_tenants:
-            entries.popitem(last=False)
+            gone, (service, at) = entries.popitem(last=False)
+            forgotten = service * math.exp(-self._rate * max(0.0, now - at))
+            self._total = (max(0.0, self._total[0] - forgotten), now)
+            if self._active.pop(gone, None) is not None:
+                self._active_weight -= self._weight(gone)
 
     def charge_answer(self, tenant: str, completion_tokens: int, now: float) -> None:
         """An answer's output tokens, at `output_weight` each."""
@@ -40,8 +56,43 @@ class ServiceLedger:
 
     def weighted(self, tenants: Iterable[str], now: float) -> Mapping[str, float]:
         """Each tenant's decayed service divided by its weight."""
-        weights, default = self._config.weights, self._config.default_weight
-        return {t: self._decayed(t, now) / weights.get(t, default) for t in set(tenants)}
+        return {t: self._decayed(t, now) / self._weight(t) for t in set(tenants)}
+
+    def over_share(self, tenant: str, now: float) -> bool:
+        """Whether `tenant` has had more than its weight's share of the service of the
+        tenants served within a half-life, while at least one other was: alone, a tenant
+        is never over its share."""
+        self._expire(now)
+        if tenant not in self._active or len(self._active) < 2:
+            return False
+        total = self._total_at(now)
+        if total <= 0 or self._active_weight <= 0:
+            return False
+        return self._decayed(tenant, now) / total > self._weight(tenant) / self._active_weight
+
+    def _activate(self, tenant: str, now: float) -> None:
+        if tenant not in self._active:
+            self._active_weight += self._weight(tenant)
+        self._active[tenant] = now
+        self._active.move_to_end(tenant)
+        self._expire(now)
+
+    def _expire(self, now: float) -> None:
+        active, horizon = self._active, now - self._config.half_life_s
+        while active:
+            tenant, at = next(iter(active.items()))
+            if at >= horizon:
+                return
+            del active[tenant]
+            self._active_weight -= self._weight(tenant)
+        self._active_weight = 0.0  # none left: no float drift carried over
+
+    def _weight(self, tenant: str) -> float:
+        return self._config.weights.get(tenant, self._config.default_weight)
+
+    def _total_at(self, now: float) -> float:
+        value, at = self._total
+        return value * math.exp(-self._rate * max(0.0, now - at))
 
     def _decayed(self, tenant: str, now: float) -> float:
         entry = self._entries.get(tenant)

@@ -143,7 +143,7 @@ class Releaser:
             saturated=self._admission.saturation,
             chosen_only=not self._admission.may_spill(held, now),
             tpot_target_ms=held.tpot_target_ms,
-            share=held.standing.cls.headroom,
+            share=self._admission.share(held.standing, now),
         )
         if room.backend is None:
             self.no_room[queue.route] = room.why

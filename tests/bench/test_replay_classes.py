@@ -13,6 +13,7 @@ from bench.replay.classes import (
     BATCH,
     INTERACTIVE,
     ClassRule,
+    only_class,
     only_tenant,
     session_key,
     with_classes,
@@ -165,3 +166,24 @@ def test_only_tenant_keeps_its_requests_closed_under_their_parents() -> None:
     ]
     assert [r.id for r in only_tenant(requests, "quiet")] == ["a1", "a2"]
     assert only_tenant(requests, "nobody") == []
+
+
+def test_only_class_keeps_its_requests_closed_under_their_parents() -> None:
+    requests = [
+        _request("i1", session="s1", priority="interactive"),
+        _request("b1", session="s2", priority="batch"),
+        replace(
+            _request("i2", session="s1", priority="interactive"),
+            parent="i1",
+            after_s=1.0,
+            start_s=None,
+        ),
+        replace(
+            _request("x2", session="s2", priority="interactive"),
+            parent="b1",
+            after_s=1.0,
+            start_s=None,
+        ),
+    ]
+    assert [r.id for r in only_class(requests, "interactive")] == ["i1", "i2"]
+    assert [r.id for r in only_class(requests, "batch")] == ["b1"]

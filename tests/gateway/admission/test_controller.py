@@ -394,3 +394,31 @@ async def test_a_class_with_less_headroom_leaves_room_for_the_others(rig: Any) -
     assert record.held is not None and record.held.outcome == "queued"
     assert record.held.waited_ms < 1 and not batch.done()
     batch.cancel()
+
+
+async def test_a_tenant_over_its_share_leaves_room_for_one_under_it(rig: Any) -> None:
+    # Full at 100 ms of queued prefill; a tenant over its share fills half of that.
+    r = rig({**SATURATED, "tenants": {"over_share_headroom": 0.5}})
+    now = asyncio.get_running_loop().time()
+    r.admission.ledger.charge("loud", 100_000, now)
+    r.admission.ledger.charge("quiet", 1_000, now)
+    r.load("b", 50_000)
+    r.load("b", 0)  # least-load prefers a
+    r.load("a", 600)  # 60 ms queued on a: over half the limit, under all of it
+    loud = r.start(r.admit(r.plan(), r.standing(tenant="loud")))
+    await settle()
+    assert not loud.done()
+    record = await r.admit(r.plan(), r.standing(tenant="quiet"))
+    assert record.held is not None and record.held.outcome == "queued"
+    assert record.held.waited_ms < 1 and not loud.done()
+    loud.cancel()
+
+
+async def test_a_tenant_alone_may_fill_the_backends(rig: Any) -> None:
+    r = rig({**SATURATED, "tenants": {"over_share_headroom": 0.5}})
+    r.admission.ledger.charge("loud", 100_000, asyncio.get_running_loop().time())
+    r.load("b", 50_000)
+    r.load("b", 0)
+    r.load("a", 600)
+    record = await r.admit(r.plan(), r.standing(tenant="loud"))
+    assert record.held is not None and record.held.outcome == "immediate"

@@ -34,6 +34,45 @@ def test_the_ledger_forgets_the_stalest_tenant_first() -> None:
     assert not math.isnan(ledger.weighted(["c"], now=4)["c"])
 
 
+def test_a_tenant_alone_is_never_over_its_share() -> None:
+    ledger = ServiceLedger(TenantsConfig(half_life_s=10))
+    ledger.charge("loud", 10_000, now=0)
+    assert not ledger.over_share("loud", now=1)
+
+
+def test_a_tenant_with_more_than_its_weighted_share_is_over_it_while_others_are_served() -> None:
+    ledger = ServiceLedger(TenantsConfig(half_life_s=10, weights={"gold": 4}))
+    ledger.charge("loud", 1_000, now=0)
+    ledger.charge("quiet", 100, now=1)
+    assert ledger.over_share("loud", now=2)
+    assert not ledger.over_share("quiet", now=2)
+    assert not ledger.over_share("nobody", now=2)
+    # A weight of 4 against 1 allows 80 % of the service: 1,000 of 1,300 is under it.
+    ledger.charge("gold", 200, now=1)
+    assert not ledger.over_share("gold", now=2)
+    assert ledger.over_share("loud", now=2)
+
+
+def test_a_tenant_not_served_for_a_half_life_no_longer_makes_others_over_their_share() -> None:
+    ledger = ServiceLedger(TenantsConfig(half_life_s=10))
+    ledger.charge("quiet", 100, now=0)
+    ledger.charge("loud", 1_000, now=5)
+    assert ledger.over_share("loud", now=9)
+    assert not ledger.over_share("loud", now=11)  # quiet last served 11 s ago
+    ledger.charge("quiet", 10, now=12)  # back: loud is over its share again
+    assert ledger.over_share("loud", now=12)
+
+
+def test_a_forgotten_tenant_leaves_the_total_and_the_active_weights() -> None:
+    ledger = ServiceLedger(TenantsConfig(half_life_s=10, max_tenants=2))
+    ledger.charge("a", 1_000, now=0)
+    ledger.charge("b", 10, now=0)
+    ledger.charge("c", 10, now=0)  # "a", the stalest, is forgotten with its service
+    assert len(ledger) == 2
+    assert not ledger.over_share("b", now=0)
+    assert not ledger.over_share("c", now=0)
+
+
 def flow(**fields: object) -> FlowControlConfig:
     return FlowControlConfig.model_validate(fields)
 
