@@ -33,7 +33,9 @@ logger = logging.getLogger("switchyard.admission")
 
 _TRIES = 4
 """Best-ranked requests decided again per release before the pass gives up: one whose
-placement or TTFT target no backend with room suits should not hold up the rest."""
+placement or TTFT target no backend with room suits should not hold up the rest. One
+whose class or tenant may fill less than every backend with room has left is passed over
+without a try: an aged batch request ranked first must not hold up interactive ones."""
 _RELEASES_PER_PASS = 256
 
 
@@ -124,11 +126,35 @@ class Releaser:
         if not roomy:
             self.no_room[queue.route] = "; ".join(f"{n}: {why}" for n, why in full.items())
             return False
-        for ranked in self._ranked(queue, views, roomy, now)[:_TRIES]:
+        tries = 0
+        fits: dict[float, bool] = {}
+        for ranked in self._ranked(queue, views, roomy, now):
             held = queue.held[ranked.waiting.key]
+            share = self._admission.share(held.standing, now)
+            if share < 1.0 and not self._fits(fits, share, views, roomy):
+                continue  # no backend has room within its share: it holds up nobody
             if self._go(queue, held, ranked, now):
                 return True
+            tries += 1
+            if tries >= _TRIES:
+                break
         return False
+
+    def _fits(
+        self,
+        fits: dict[float, bool],
+        share: float,
+        views: dict[str, BackendView],
+        roomy: frozenset[str],
+    ) -> bool:
+        """Whether some backend with room has room within `share` of its limits (memoised
+        per share for one look)."""
+        known = fits.get(share)
+        if known is None:
+            limit = self._admission.saturation
+            known = limit is None or any(saturation(views[n], limit, share) is None for n in roomy)
+            fits[share] = known
+        return known
 
     def _go(self, queue: RouteQueue, held: Held, ranked: RankedWaiting, now: float) -> bool:
         leg = held.plan.redecide()

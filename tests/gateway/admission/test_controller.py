@@ -422,3 +422,20 @@ async def test_a_tenant_alone_may_fill_the_backends(rig: Any) -> None:
     r.load("a", 600)
     record = await r.admit(r.plan(), r.standing(tenant="loud"))
     assert record.held is not None and record.held.outcome == "immediate"
+
+
+async def test_requests_ranked_first_but_without_room_in_their_share_hold_up_nobody(
+    rig: Any,
+) -> None:
+    r = rig({**SATURATED, "ageing_s": 1})  # batch may fill 80 ms of the 100 ms
+    r.load("b", 50_000)
+    r.load("b", 0)  # least-load prefers a
+    r.load("a", 900)  # 90 ms queued on a
+    batch = [r.start(r.admit(r.plan(), r.standing("batch"))) for _ in range(6)]
+    await asyncio.sleep(5)  # aged past the interactive band: ranked first
+    record = await r.admit(r.plan(), r.standing("interactive"))
+    assert record.held is not None and record.held.outcome == "queued"
+    assert record.held.waited_ms < 1
+    assert not any(task.done() for task in batch)
+    for task in batch:
+        task.cancel()
