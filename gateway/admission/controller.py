@@ -323,6 +323,16 @@ class Admission:
         """An answer's output tokens count towards its tenant's service."""
         self.ledger.charge_answer(tenant, completion_tokens, self.clock())
 
+    def share_charges(self, listener: Callable[[str, float], None] | None) -> None:
+        """Tell `listener` each charge made here from now on, (tenant, tokens): the fleet
+        sync's tenants channel, with Redis. None: tell no one."""
+        self.ledger.on_charge = listener
+
+    def add_peer_charge(self, tenant: str, tokens: float, age_s: float) -> None:
+        """Another replica's charge, made `age_s` ago: counted as if charged here then."""
+        now = self.clock()
+        self.ledger.charge_at(tenant, tokens, now - age_s, now)
+
     async def close(self) -> None:
         """Stop the pump; what is still held is refused as the gateway stops."""
         await self._releaser.close()

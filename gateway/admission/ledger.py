@@ -1,6 +1,10 @@
 """Each tenant's recent service: tokens (input, plus output at `output_weight` each),
 decayed with a half-life, over the tenant's weight. What `fair-share-order` reads, and
-whether a tenant has had more than its share while others wanted some (`over_share`)."""
+whether a tenant has had more than its share while others wanted some (`over_share`).
+
+With replicas sharing state through Redis, the ledger holds the fleet's service: its own
+charges (told to `on_charge`, which the fleet sync publishes) and its peers' (`charge_at`,
+a charge made earlier, decayed as if it had been charged here then)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
 
     from gateway.admission.config import TenantsConfig
 
@@ -33,13 +37,28 @@ class ServiceLedger:
         self._active: OrderedDict[str, float] = OrderedDict()
         """tenant -> when last charged, oldest first; within `half_life_s` of the last look."""
         self._active_weight = 0.0
+        self.on_charge: Callable[[str, float], None] | None = None
+        """Told each charge made here, (tenant, tokens); not `charge_at`'s."""
 
     def charge(self, tenant: str, tokens: float, now: float) -> None:
+        """Service given here now."""
         if tokens <= 0:
             return
+        self._add(tenant, tokens, now)
+        if self.on_charge is not None:
+            self.on_charge(tenant, tokens)
+
+    def charge_at(self, tenant: str, tokens: float, at: float, now: float) -> None:
+        """Service given at `at` (on this ledger's clock, before `now`), counted now as it
+        would have been had it been charged then: decayed by `now - at`. One dated after
+        `now` counts as charged now."""
+        if tokens <= 0:
+            return
+        self._add(tenant, tokens * math.exp(-self._rate * max(0.0, now - at)), now)
+
+    def _add(self, tenant: str, tokens: float, now: float) -> None:
         entries = self._entries
-        value = self._decayed(tenant, now) + tokens
-        entries[tenant] = (value, now)
+        entries[tenant] = (self._decayed(tenant, now) + tokens, now)
         entries.move_to_end(tenant)
         self._total = (self._total_at(now) + tokens, now)
         self._activate(tenant, now)

@@ -119,6 +119,11 @@ class StateConfig(StrictConfig):
         True, description="Share ejections, 429 cool-downs and probe results with peers."
     )
     share_quality: bool = Field(True, description="Share quality ejections and restores.")
+    share_tenants: bool = Field(
+        True,
+        description="With flow_control.enabled: share each tenant's service, so that "
+        "fairness between tenants is fleet-wide.",
+    )
     prober_lease: bool = Field(
         True, description="One replica of the namespace runs the active probes, by lease."
     )

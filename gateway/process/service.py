@@ -228,6 +228,7 @@ def _assemble(
     base_urls = {n: p.base_url for n, p in providers.items()}
     targets = scrape_targets(config.backends, base_urls)
     llama_targets = llama_cpp_targets(config.backends, base_urls)
+    admission = Admission(config.flow_control, state)
     return Gateway(
         config=config,
         state=state,
@@ -237,12 +238,12 @@ def _assemble(
         telemetry=telemetry,
         providers=providers,
         tenancy=tenancy,
-        sync=_fleet_sync(config, state, router, book),
+        sync=_fleet_sync(config, state, router, book, admission),
         scraper=EngineScraper(targets, state) if targets else None,
         llama_cpp=LlamaCppScraper(llama_targets, state) if llama_targets else None,
         quality=quality,
         prober=_prober(config, book, providers) if book is not None else None,
-        admission=Admission(config.flow_control, state),
+        admission=admission,
     )
 
 
@@ -310,10 +311,15 @@ def _prober(config: Config, book: QualityBook, providers: dict[str, Provider]) -
 
 
 def _fleet_sync(
-    config: Config, state: FleetState, router: Router, book: QualityBook | None
+    config: Config,
+    state: FleetState,
+    router: Router,
+    book: QualityBook | None,
+    admission: Admission,
 ) -> RedisFleetSync | None:
     """With `state.backend: redis`, share prefix inserts, load, health and quality verdicts
-    with other replicas."""
+    and (with flow control on) tenants' service with other replicas. The sync is the
+    generation's, as its flow control is: a reload's new `Admission` gets its own."""
     shared = config.state
     if shared.backend != "redis":
         return None
@@ -323,15 +329,31 @@ def _fleet_sync(
     from gateway.quality.shared import QualityShare
 
     channels: list[SharedChannel] = []
+    max_age_s = shared.peer_event_max_age_s
     if shared.share_health:
         caps = hold_caps(config.backends, config.health)
-        channels.append(HealthShare(state, caps, shared.peer_event_max_age_s))
+        channels.append(HealthShare(state, caps, max_age_s))
     if shared.share_quality and book is not None:
         names = [b.name for b in config.backends]
-        channels.append(QualityShare(book, names, shared.peer_event_max_age_s))
+        channels.append(QualityShare(book, names, max_age_s))
+    if shared.share_tenants and config.flow_control.enabled:
+        channels.append(_tenant_share(config, admission))
     sync = RedisFleetSync(shared, state, router.index, channels=channels)
     router.on_insert = sync.enqueue
     return sync
+
+
+def _tenant_share(config: Config, admission: Admission) -> SharedChannel:
+    """Flow control's charges published to the peers, theirs added to its ledger."""
+    from gateway.fleet.sync.tenant_share import TenantShare
+
+    tenants = config.flow_control.tenants
+    return TenantShare(
+        admission,
+        half_life_s=tenants.half_life_s,
+        max_pending=tenants.max_tenants,
+        max_age_s=config.state.peer_event_max_age_s,
+    )
 
 
 async def probe_once(gateway: Gateway) -> None:

@@ -1,5 +1,5 @@
-"""The JSON batches replicas exchange for shared verdicts (health, quality), and the checks
-a receiver makes before it believes one.
+"""The JSON batches replicas exchange for shared verdicts (health, quality) and tenants'
+service (flow control's fairness), and the checks a receiver makes before it believes one.
 
 One pub/sub message is one batch:
 
@@ -29,11 +29,15 @@ MAX_REASON_CHARS = 200
 """Reasons are cut to this: they come from error codes, but a peer is not trusted."""
 
 
-def encode_batch(replica: str, items: Sequence[dict[str, object]]) -> list[bytes]:
-    """Messages carrying `items`, at most MAX_ITEMS each."""
+def encode_batch(
+    replica: str, items: Sequence[dict[str, object]], per_message: int = MAX_ITEMS
+) -> list[bytes]:
+    """Messages carrying `items`, at most `per_message` (≤ MAX_ITEMS) each: a channel whose
+    items may be long sends fewer a message, to stay within MAX_MESSAGE_BYTES."""
+    step = max(1, min(per_message, MAX_ITEMS))
     return [
-        orjson.dumps({"v": PEER_WIRE_VERSION, "from": replica, "items": items[i : i + MAX_ITEMS]})
-        for i in range(0, len(items), MAX_ITEMS)
+        orjson.dumps({"v": PEER_WIRE_VERSION, "from": replica, "items": items[i : i + step]})
+        for i in range(0, len(items), step)
     ]
 
 
@@ -87,9 +91,16 @@ def text(item: dict[str, Any], key: str) -> str:
 
 
 def seconds(item: dict[str, Any], key: str) -> float:
+    return number(item, key)
+
+
+def number(item: dict[str, Any], key: str, low: float = -math.inf, high: float = math.inf) -> float:
+    """`item[key]`, a finite number within [low, high]; WireError otherwise."""
     value = item.get(key)
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise WireError(f"{key} is not a finite number")
+    if not low <= value <= high:
+        raise WireError(f"{key} is not within [{low:g}, {high:g}]")
     return float(value)
 
 

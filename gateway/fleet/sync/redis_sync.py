@@ -14,9 +14,10 @@ background task, every `publish_interval_ms`:
 and between ticks it applies the other replicas' inserts to the local PrefixIndex.
 
 Other shared state rides on the same task and connection as `SharedChannel`s, each on its
-own channel `{namespace}:{name}`: health verdicts (`health_share`) and quality verdicts
-(`gateway.quality.shared`). With `state.prober_lease`, each tick also renews the probe
-lease (`probe_lease`): one replica of the namespace runs the active probes.
+own channel `{namespace}:{name}`: health verdicts (`health_share`), quality verdicts
+(`gateway.quality.shared`) and flow control's tenants' service (`tenant_share`). With
+`state.prober_lease`, each tick also renews the probe lease (`probe_lease`): one replica
+of the namespace runs the active probes.
 
 Any Redis error degrades the replica to local state: remote load is dropped at once (stale
 numbers would keep steering traffic), inserts keep queueing (the oldest are dropped when

@@ -1,6 +1,7 @@
 """What the fleet sync shares besides prefixes and load: a `SharedChannel` is state one
 replica publishes on `{namespace}:{name}` and its peers apply (health verdicts in
-`health_share`, quality verdicts in `gateway.quality.shared`, both a `VerdictChannel`)."""
+`health_share`, quality verdicts in `gateway.quality.shared`, both a `VerdictChannel`;
+tenants' service in `tenant_share`)."""
 
 from __future__ import annotations
 

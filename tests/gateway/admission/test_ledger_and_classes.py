@@ -73,6 +73,46 @@ def test_a_forgotten_tenant_leaves_the_total_and_the_active_weights() -> None:
     assert not ledger.over_share("c", now=0)
 
 
+@pytest.mark.parametrize("charged_at", [0.0, 4.0, 10.0])
+def test_a_charge_made_earlier_counts_as_if_it_had_been_charged_then(charged_at: float) -> None:
+    config = TenantsConfig(half_life_s=10)
+    here, late = ServiceLedger(config), ServiceLedger(config)
+    for at, tokens in sorted([(2.0, 300), (charged_at, 800)]):
+        here.charge("a", tokens, now=at)  # in time order, as a ledger is charged
+    late.charge("a", 300, now=2)
+    late.charge_at("a", 800, at=charged_at, now=12)  # learnt of at 12
+    expected = 300 * 0.5 ** (18 / 10) + 800 * 0.5 ** ((20 - charged_at) / 10)
+    assert late.weighted(["a"], now=20)["a"] == pytest.approx(expected)
+    assert late.weighted(["a"], now=20) == pytest.approx(here.weighted(["a"], now=20))
+
+
+def test_a_charge_dated_after_now_counts_as_made_now() -> None:
+    ledger = ServiceLedger(TenantsConfig(half_life_s=10))
+    ledger.charge_at("a", 500, at=15, now=10)
+    assert ledger.weighted(["a"], now=10)["a"] == pytest.approx(500)
+
+
+def test_charge_at_counts_towards_the_bound_as_a_charge_does() -> None:
+    ledger = ServiceLedger(TenantsConfig(max_tenants=2))
+    ledger.charge("a", 10, now=0)
+    ledger.charge_at("b", 10, at=0, now=1)
+    ledger.charge_at("c", 0, at=0, now=1)  # nothing charged: nothing remembered
+    ledger.charge_at("d", 10, at=0, now=2)
+    assert len(ledger) == 2
+    assert ledger.weighted(["a"], now=2)["a"] == 0
+
+
+def test_the_listener_hears_of_charges_made_here_only() -> None:
+    ledger = ServiceLedger(TenantsConfig(output_weight=2))
+    heard: list[tuple[str, float]] = []
+    ledger.on_charge = lambda tenant, tokens: heard.append((tenant, tokens))
+    ledger.charge("a", 100, now=0)
+    ledger.charge_answer("a", 10, now=0)
+    ledger.charge("a", 0, now=0)
+    ledger.charge_at("b", 100, at=0, now=1)  # a peer's: not told back
+    assert heard == [("a", 100), ("a", 20)]
+
+
 def flow(**fields: object) -> FlowControlConfig:
     return FlowControlConfig.model_validate(fields)
 
