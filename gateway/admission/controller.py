@@ -21,7 +21,7 @@ from gateway.admission.classes import Classifier, Standing
 from gateway.admission.ledger import ServiceLedger
 from gateway.admission.queue import Held, Release, RouteQueue
 from gateway.admission.release import Releaser
-from gateway.admission.room import best_ttft_ms, find_room, service_ms
+from gateway.admission.room import Allowance, best_ttft_ms, find_room, service_ms
 from gateway.errors import RequestShed
 from gateway.routing.decisions import FallbackLeg, HeldNote
 from policies.order.pipeline import build_order
@@ -146,8 +146,7 @@ class Admission:
             elapsed_ms=0.0,
             saturated=self.saturation,
             chosen_only=self.config.enabled,
-            tpot_target_ms=targets[1],
-            share=self.share(standing, self.clock()),
+            allowance=self.allowance(standing, targets[1], self.clock()),
         )
         if room.backend is None:
             return room.why
@@ -240,15 +239,18 @@ class Admission:
             return True
         return held.target_ms is not None and waited >= (held.leave_by - held.arrived) / 2
 
-    def share(self, standing: Standing, now: float) -> float:
-        """How much of a backend's limits the request may fill: its class's `headroom`,
-        times `tenants.over_share_headroom` while its tenant has had more than its share
-        of the recent service and others want some (with `enabled` only)."""
-        share = standing.cls.headroom
+    def allowance(self, standing: Standing, tpot_target_ms: float | None, now: float) -> Allowance:
+        """How much of a backend the request may fill: its class's `headroom` of the
+        saturation limits and of its TPOT target; of the limits, times
+        `tenants.over_share_headroom` while its tenant has had more than its share of the
+        recent service and others want some (with `enabled` only)."""
+        headroom = standing.cls.headroom
+        share = headroom
         factor = self.config.tenants.over_share_headroom
         if factor < 1.0 and self.config.enabled and self.ledger.over_share(standing.tenant, now):
             share *= factor
-        return share
+        tpot_ms = tpot_target_ms * headroom if tpot_target_ms is not None else None
+        return Allowance(share, tpot_ms)
 
     def _moves(self, cls: PriorityClass, plan: RoutePlan) -> bool:
         return cls.on_late == "fallback" and plan.has_fallback

@@ -17,7 +17,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from gateway.admission.queue import Release
-from gateway.admission.room import cached_on_room, find_room
+from gateway.admission.room import Allowance, blocked, cached_on_room, find_room
 from gateway.fleet.saturation import saturation
 from gateway.process.tasks import cancel_and_wait
 from policies.order.snapshot import QueueSnapshot
@@ -127,13 +127,13 @@ class Releaser:
             self.no_room[queue.route] = "; ".join(f"{n}: {why}" for n, why in full.items())
             return False
         tries = 0
-        fits: dict[float, bool] = {}
+        fits: dict[Allowance, bool] = {}
         for ranked in self._ranked(queue, views, roomy, now):
             held = queue.held[ranked.waiting.key]
-            share = self._admission.share(held.standing, now)
-            if share < 1.0 and not self._fits(fits, share, views, roomy):
-                continue  # no backend has room within its share: it holds up nobody
-            if self._go(queue, held, ranked, now):
+            allowance = self._admission.allowance(held.standing, held.tpot_target_ms, now)
+            if not self._fits(fits, allowance, views, roomy):
+                continue  # no backend has room within its allowance: it holds up nobody
+            if self._go(queue, held, ranked, allowance, now):
                 return True
             tries += 1
             if tries >= _TRIES:
@@ -142,21 +142,28 @@ class Releaser:
 
     def _fits(
         self,
-        fits: dict[float, bool],
-        share: float,
+        fits: dict[Allowance, bool],
+        allowance: Allowance,
         views: dict[str, BackendView],
         roomy: frozenset[str],
     ) -> bool:
-        """Whether some backend with room has room within `share` of its limits (memoised
-        per share for one look)."""
-        known = fits.get(share)
+        """Whether some backend with room has room within `allowance` (memoised for one
+        look)."""
+        known = fits.get(allowance)
         if known is None:
             limit = self._admission.saturation
-            known = limit is None or any(saturation(views[n], limit, share) is None for n in roomy)
-            fits[share] = known
+            known = any(blocked(views[n], limit, allowance) is None for n in roomy)
+            fits[allowance] = known
         return known
 
-    def _go(self, queue: RouteQueue, held: Held, ranked: RankedWaiting, now: float) -> bool:
+    def _go(
+        self,
+        queue: RouteQueue,
+        held: Held,
+        ranked: RankedWaiting,
+        allowance: Allowance,
+        now: float,
+    ) -> bool:
         leg = held.plan.redecide()
         if not leg.decision.order:
             self.no_room[queue.route] = leg.empty_reason
@@ -168,8 +175,7 @@ class Releaser:
             elapsed_ms=elapsed_ms,
             saturated=self._admission.saturation,
             chosen_only=not self._admission.may_spill(held, now),
-            tpot_target_ms=held.tpot_target_ms,
-            share=self._admission.share(held.standing, now),
+            allowance=allowance,
         )
         if room.backend is None:
             self.no_room[queue.route] = room.why

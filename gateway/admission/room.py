@@ -27,6 +27,17 @@ class Room:
     why: str
 
 
+@dataclass(frozen=True, slots=True)
+class Allowance:
+    """How much of a backend a request may fill: `share` of the saturation detector's KV
+    and prefill limits (its class's `headroom`, less while its tenant is over its share),
+    and, with a TPOT target, no backend decoding slower than `tpot_ms` (the target times
+    its class's `headroom`: one more prefill there would only slow every stream it runs)."""
+
+    share: float = 1.0
+    tpot_ms: float | None = None
+
+
 def find_room(
     leg: Leg,
     *,
@@ -34,14 +45,10 @@ def find_room(
     elapsed_ms: float,
     saturated: SaturationConfig | None,
     chosen_only: bool = False,
-    tpot_target_ms: float | None = None,
-    share: float = 1.0,
+    allowance: Allowance = Allowance(),
 ) -> Room:
     """The first backend of `leg`'s order with room; `saturated` None: no load bound;
-    `chosen_only`: only the decision's choice will do (the request waits for it). With
-    `tpot_target_ms`, a backend decoding at a recent TPOT above it has no room: one more
-    prefill there would only slow every stream it runs. `share` (the request's class's
-    `headroom`) scales those limits down, keeping room for higher classes."""
+    `chosen_only`: only the decision's choice will do (the request waits for it)."""
     snapshot = leg.snapshot
     if snapshot is None:  # a leg decided without a snapshot has nothing to predict from
         return Room(leg.decision.chosen, "no prediction")
@@ -49,9 +56,7 @@ def find_room(
     order = leg.decision.order[:1] if chosen_only else leg.decision.order
     for name in order:
         view = snapshot.backends[name]
-        full = saturation(view, saturated, share) if saturated is not None else None
-        if full is None and tpot_target_ms is not None:
-            full = _slow_decoding(view, tpot_target_ms * share)
+        full = blocked(view, saturated, allowance)
         if full is not None:
             misses.append(f"{name}: {full}")
             continue
@@ -64,12 +69,22 @@ def find_room(
     return Room(None, "; ".join(misses) or "no candidate")
 
 
-def _slow_decoding(view: BackendView, tpot_target_ms: float) -> str | None:
+def blocked(
+    view: BackendView, saturated: SaturationConfig | None, allowance: Allowance
+) -> str | None:
+    """Why `view` has no room for a request with `allowance`, or None."""
+    full = saturation(view, saturated, allowance.share) if saturated is not None else None
+    if full is None and allowance.tpot_ms is not None:
+        full = _slow_decoding(view, allowance.tpot_ms)
+    return full
+
+
+def _slow_decoding(view: BackendView, tpot_limit_ms: float) -> str | None:
     # Only while it decodes: an idle backend's last TPOT says nothing of the next one,
     # and a learned TPOT that can only fall by serving would otherwise hold for ever.
-    if view.decoding <= 0 or view.tpot_ms <= tpot_target_ms:
+    if view.decoding <= 0 or view.tpot_ms <= tpot_limit_ms:
         return None
-    return f"decoding at {view.tpot_ms:,.1f} ms per token, over the {tpot_target_ms:,.0f} ms target"
+    return f"decoding at {view.tpot_ms:,.1f} ms per token, over the {tpot_limit_ms:,.0f} ms target"
 
 
 def _meets(name: str, predicted: float, elapsed_ms: float, target_ms: float) -> str:
