@@ -42,16 +42,16 @@ def _load(path: str | None) -> Config:
 def _serve(args: argparse.Namespace) -> int:
     from gateway.http.app import create_app
     from gateway.http.server import run as serve_one
+    from gateway.process.preflight import preflight
     from gateway.process.terminal import banner
     from gateway.process.workers import prepare_metrics_dir, prepare_workers, serve_workers
-    from gateway.store.config import resolve_url
-    from gateway.tenancy.wiring import check_exposure, read_settings
 
     config = _with_access_log(_load(args.config), args.access_log)
-    resolve_url(config.store)  # fail here, with a message, not in the lifespan
-    read_settings(config)  # likewise for unset key variables or a missing key secret
     host = args.host or config.server.host
-    check_exposure(config, host)
+    # Refused here, every problem named, not in the lifespan; `check` runs the same.
+    found = preflight(config, host)
+    if found.errors:
+        found.warn_or_refuse(sys.stderr)  # raises
     port = args.port if args.port is not None else config.server.port
     config_path = Path(args.config) if args.config else embedded_config_path()
     shown = banner(
@@ -63,7 +63,9 @@ def _serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         log_level=args.log_level,
     )
-    print(shown, file=sys.stderr, flush=True)
+    print(shown, file=sys.stderr)
+    found.warn_or_refuse(sys.stderr)  # no errors left: the warnings, under the banner
+    sys.stderr.flush()
     common = _uvicorn_options(args, config, host, port)
     cleanup = prepare_metrics_dir(args.workers)
     try:
@@ -114,12 +116,21 @@ def _with_access_log(config: Config, mode: AccessLogMode | None) -> Config:
 
 
 def _check(args: argparse.Namespace) -> int:
+    """0: valid (warnings, if any, on stderr); 1: warnings with --strict; 2: errors, the
+    file's or, unless --file-only, those `serve` would refuse to start with."""
     config = _load(args.config)
+    warned = False
+    if not args.file_only:
+        from gateway.process.preflight import preflight
+
+        found = preflight(config, args.host or config.server.host)
+        found.warn_or_refuse(sys.stderr)
+        warned = bool(found.warnings)
     print(
         f"ok: {len(config.backends)} backends, {len(config.routes)} routes, "
         f"{len(config.profiles)} profiles"
     )
-    return 0
+    return 1 if warned and args.strict else 0
 
 
 def _explain(args: argparse.Namespace) -> int:
@@ -272,8 +283,20 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     serve.set_defaults(func=_serve)
 
-    check = sub.add_parser("check", help="validate a config; errors name their YAML path")
+    check = sub.add_parser(
+        "check",
+        help="validate a config and the environment serve reads; errors name their YAML path",
+        description="Exit 0: serve would start (warnings on stderr); 1: warnings, with "
+        "--strict; 2: errors.",
+    )
     check.add_argument("--config", help="config YAML (default: the bundled embedded example)")
+    check.add_argument("--host", help="the address serve would bind (default from config)")
+    check.add_argument(
+        "--file-only",
+        action="store_true",
+        help="the file alone, not the environment (CI without the deployment's secrets)",
+    )
+    check.add_argument("--strict", action="store_true", help="exit 1 when there are warnings")
     check.set_defaults(func=_check)
 
     explain = sub.add_parser("explain", help="dry-run routing for one request; sends nothing")

@@ -38,6 +38,7 @@ async def open_azure_openai(settings: ProviderSettings) -> AzureOpenAIProvider:
         max_connections=settings.max_connections,
         idle_keepalive_s=settings.idle_keepalive_s,
         http_client=settings.http_client,
+        api_key_env=settings.api_key_env,
     )
 
 
@@ -52,6 +53,7 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
         http_client: HttpClient = "lean",
+        api_key_env: str | None = None,
     ) -> None:
         # A resource URL is accepted with or without the /openai that every path starts with.
         super().__init__(
@@ -62,6 +64,7 @@ class AzureOpenAIProvider(OpenAICompatibleProvider):
             idle_keepalive_s=idle_keepalive_s,
             http_client=http_client,
             headers=upstream_headers(None, {"api-key": api_key} if api_key else None),
+            api_key_env=api_key_env,
         )
         self._query = urlencode({"api-version": api_version})
 

@@ -6,7 +6,8 @@ ApiError (status, OpenAI type/code/param, message, retryable, retry_after_s)
     │   └── UpstreamResponseTooLarge 502 (the answer passed the host's cap on its size)
     ├── UpstreamTimeout 504
     ├── UpstreamStatusError (the backend's 4xx, else 502; 429 and 5xx are retryable)
-    │   ├── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key)
+    │   ├── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key;
+    │   │   the message names the variable it came from, `KeySource`)
     │   └── UpstreamNotReady 502 (the engine is up but not serving yet: loading its model)
     └── UnsupportedRequest 400, MissingDeployment 400 (a request the adapter cannot send
         as it is: the client's error, not retried)
@@ -19,6 +20,7 @@ raises is one of these classes, defined here (tests/test_error_trees.py keeps it
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from providers.rate_limits import RateLimitSignal
 
@@ -110,10 +112,33 @@ class UpstreamStatusError(UpstreamError):
             self.type = "rate_limit_error"
 
 
+@dataclass(frozen=True, slots=True)
+class KeySource:
+    """Where a backend's key came from, as its refusals name it: the environment variable
+    (its name, never the key; None when the host names none) and whether a key was sent."""
+
+    env: str | None = None
+    sent: bool = True
+
+    @classmethod
+    def of(cls, api_key: str | None, env: str | None) -> KeySource:
+        return cls(env, bool(api_key))
+
+    def rejected(self) -> str:
+        """What the upstream rejected, in words: `upstream rejected the credentials from
+        OPENAI_API_KEY`, or why no key was sent."""
+        if self.sent:
+            what = f"the credentials from {self.env}" if self.env else "the gateway's credentials"
+            return f"upstream rejected {what}"
+        why = f"{self.env} is unset or empty" if self.env else "no api_key_env is configured"
+        return f"upstream rejected a request sent without credentials: {why}"
+
+
 class UpstreamCredentialsRefused(UpstreamStatusError):
     """The backend refused the gateway's own credentials (its 401 or 403, or a cloud's way
     of saying so): never the client's fault, so a 502, and never the upstream body, which
-    may quote the key; the message names only the status and the upstream's error type.
+    may quote the key; the message names the environment variable the key came from (or
+    that none was sent), the status and the upstream's error type, nothing the upstream wrote.
 
     Retryable: the next candidate holds other credentials and may answer, and the failures
     this backend keeps recording are what ejects it until its key is fixed.
@@ -122,16 +147,23 @@ class UpstreamCredentialsRefused(UpstreamStatusError):
     code = "upstream_credentials_refused"
 
     def __init__(
-        self, *, backend: str | None, upstream_status: int, reason: str | None = None
+        self,
+        *,
+        backend: str | None,
+        upstream_status: int,
+        reason: str | None = None,
+        key: KeySource | None = None,
     ) -> None:
+        key = key or KeySource()
         label = f"HTTP {upstream_status}"
         if reason and _REASON.fullmatch(reason):
             label += f" {reason}"
         super().__init__(
-            f"backend {backend} refused the gateway's credentials ({label})",
+            f"backend {backend}: {key.rejected()} ({label})",
             backend=backend,
             upstream_status=upstream_status,
         )
+        self.key_env = key.env
         self.status = 502
         self.type = "upstream_error"
         self.code = "upstream_credentials_refused"

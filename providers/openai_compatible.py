@@ -18,7 +18,12 @@ from providers.base import (
     UpstreamResponse,
     upstream_headers,
 )
-from providers.errors import UpstreamCredentialsRefused, UpstreamError, UpstreamStatusError
+from providers.errors import (
+    KeySource,
+    UpstreamCredentialsRefused,
+    UpstreamError,
+    UpstreamStatusError,
+)
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 from providers.transport.http_stream import HttpStream
 from providers.transport.http_transport import (
@@ -53,15 +58,18 @@ class OpenAICompatibleProvider:
         status_error: StatusErrorMapper | None = None,
         health_url: str | None = None,
         health_judge: HealthJudge | None = None,
+        api_key_env: str | None = None,
     ) -> None:
         """`headers` replace the bearer-token headers, for clouds that take the key in a
         header of their own; `api_key` is then only scrubbed from error bodies.
+        `api_key_env`: the variable the key came from, which a refusal of it names.
         `health_url` is what the probe GETs (None: the model list, `{base_url}/models`),
         `health_judge` what its status means (None: `openai_health`)."""
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._health_url = health_url
         self._health_judge = health_judge or openai_health
+        self._key = KeySource.of(api_key, api_key_env)
         self._http = HttpTransport(
             name,
             headers if headers is not None else upstream_headers(api_key),
@@ -89,6 +97,7 @@ class OpenAICompatibleProvider:
             http_client=settings.http_client,
             headers=upstream_headers(settings.api_key, settings.extra_headers),
             health_url=settings.health_url,
+            api_key_env=settings.api_key_env,
             **options,
         )
 
@@ -138,7 +147,9 @@ class OpenAICompatibleProvider:
     ) -> UpstreamStatusError:
         if status in CREDENTIAL_STATUSES:
             # The gateway's own key, not the client's: the upstream body may quote it.
-            return UpstreamCredentialsRefused(backend=self.name, upstream_status=status)
+            return UpstreamCredentialsRefused(
+                backend=self.name, upstream_status=status, key=self._key
+            )
         return UpstreamStatusError(
             f"backend {self.name} answered HTTP {status}",
             backend=self.name,

@@ -14,6 +14,8 @@ from pydantic import (
     model_validator,
 )
 
+from providers.errors import KeySource
+
 if TYPE_CHECKING:
     from emulator.settings import EmulatorOptions
 
@@ -83,6 +85,10 @@ EMULATOR_KINDS: frozenset[BackendKind] = frozenset({"emulated", "anthropic", "ge
 """The kinds an emulator started on loopback can stand in for: `emulated` (OpenAI's wire)
 and the native formats it also speaks, each then reached through its own adapter."""
 
+KEYED_KINDS: frozenset[BackendKind] = frozenset({"anthropic", "gemini", "azure-openai"})
+"""The kinds whose service takes a key (unless an emulator stands in for it); of the
+OpenAI-compatible kinds, those whose preset's `auth` is `bearer` (`providers.presets`)."""
+
 RESERVED_HEADERS = frozenset(
     {"authorization", "api-key", "x-api-key", "x-goog-api-key", "content-type", "host"}
     | {"content-length", "accept-encoding", "transfer-encoding", "connection"}
@@ -116,6 +122,11 @@ class ProviderSettings(BaseModel):
         repr=False,
         description="Sent as each kind's provider expects: a bearer token, or `x-api-key` "
         "(anthropic), `x-goog-api-key` (gemini), `api-key` (azure-openai).",
+    )
+    api_key_env: str | None = Field(
+        None,
+        description="The environment variable `api_key` was read from: its name only, which "
+        "the backend's refusals of the key name (`KeySource`); None: the host names none.",
     )
     models: tuple[str, ...] = ()
     max_connections: int = Field(256, ge=1)
@@ -159,6 +170,11 @@ class ProviderSettings(BaseModel):
         if reserved:
             raise ValueError(f"set by the adapter, not here: {', '.join(reserved)}")
         return headers
+
+    @property
+    def key_source(self) -> KeySource:
+        """Where the key came from, as the adapter's refusals name it."""
+        return KeySource.of(self.api_key, self.api_key_env)
 
     @property
     def emulated(self) -> bool:

@@ -1,5 +1,6 @@
 """The YAML schema of a gateway config and its loading: the root document (`root.py`),
-backends (`backends.py`) with their `cache` blocks (`cache.py`), routes (`routes.py`), the
+backends (`backends.py`) with their `cache` blocks (`cache.py`) and their keys as the
+environment holds them (`credentials.py`), routes (`routes.py`), the
 request `bounds` (`bounds.py`), placement tags (`placement.py`), and the strict base every
 section builds on (`strict.py`).
 

@@ -37,6 +37,9 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 """An HTTP field name (RFC 9110 token)."""
 _HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
 """Visible ASCII, spaces and tabs: no line break can end the header early."""
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+"""An environment variable's name, as shells write them."""
+MAX_ENV_NAME_CHARS = 128
 
 
 class BackendTimeouts(StrictConfig):
@@ -166,7 +169,11 @@ class BackendConfig(StrictConfig):
         "anthropic and gemini: an emulator speaking that format stands in for the provider.",
     )
     api_key_env: str | None = Field(
-        None, description="Name of the environment variable holding the key; never the key."
+        None,
+        pattern=ENV_NAME_PATTERN,
+        max_length=MAX_ENV_NAME_CHARS,
+        description="Name of the environment variable holding the key; never the key (a "
+        "name is letters, digits and `_`, so a key pasted here is refused, not echoed).",
     )
     models: list[str] = Field(min_length=1)
     tags: list[PlacementTag] = Field(
@@ -320,7 +327,10 @@ class BackendConfig(StrictConfig):
         return self.llama_cpp or LlamaCppConfig()
 
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
+        """The key `api_key_env` holds now; None when it names none, or one unset or blank."""
+        if not self.api_key_env:
+            return None
+        return os.environ.get(self.api_key_env, "").strip() or None
 
     def provider_settings(self) -> ProviderSettings:
         """What this backend's provider adapter is opened with (the key read now), with
@@ -330,6 +340,7 @@ class BackendConfig(StrictConfig):
             kind=self.kind,
             base_url=self.base_url,
             api_key=self.api_key(),
+            api_key_env=self.api_key_env,
             models=tuple(self.models),
             max_connections=self.max_connections,
             idle_keepalive_s=self.idle_keepalive_s,

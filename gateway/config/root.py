@@ -180,6 +180,18 @@ class Config(StrictConfig):
             raise ValueError("\n".join(problems))
         return self
 
+    @property
+    def clients_need_keys(self) -> bool:
+        """Whether clients must present a key: static keys (`server.api_keys_env`) or the
+        store's virtual keys (`keys.enabled`)."""
+        return bool(self.server.api_keys_env) or self.keys.enabled
+
+    @property
+    def demo_traffic_on(self) -> bool:
+        """Whether demo traffic runs: asked for, and no client key needed. The demo sends
+        no key, so with keys on it stays off rather than be refused (`invalid_api_key`)."""
+        return self.demo.traffic_rps > 0 and not self.clients_need_keys
+
     def redis_for(self, section: Literal["state", "limits", "budgets"]) -> RedisSettings:
         """The Redis that a section's state lives in: the section's own namespace and
         timeout, at the first `redis_url` set along budgets → limits → state."""

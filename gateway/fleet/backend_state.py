@@ -12,10 +12,14 @@ from gateway.fleet.scrape.engine_readings import EngineReadings, Polled
 
 if TYPE_CHECKING:
     from gateway.config.backends import BackendConfig
+    from gateway.config.credentials import BackendCredentials
     from gateway.fleet.estimates import BackendEstimates
     from gateway.fleet.health import BackendHealth
     from gateway.fleet.provider_limits import ProviderBudget
     from policies.snapshot import BackendView
+
+REFUSAL_LOG_INTERVAL_S = 60.0
+"""A backend refusing the gateway's key is logged at most once in this long."""
 
 
 @dataclass(slots=True)
@@ -24,6 +28,8 @@ class BackendState:
     estimates: BackendEstimates
     health: BackendHealth
     """The detector's record for this backend: read here, written by HealthDetector."""
+    credentials: BackendCredentials
+    """Its key's variable and whether it was set when the fleet was built."""
     models: frozenset[str] = frozenset()
     """`config.models`, frozen once: every decision's views share it."""
     tags: frozenset[str] = frozenset()
@@ -48,6 +54,16 @@ class BackendState:
     """Whether `view` shows a metrics and a slots reading, which go stale with time alone."""
     view_budget_until: float = math.inf
     """When the provider budget `view` counts lapses, which changes its capacity."""
+    refusal_logged_at: float = -math.inf
+    """When a refusal of its key was last logged (`FleetState.credentials_refused`)."""
+
+    def refusal_to_log(self, now: float) -> bool:
+        """Whether a refusal of its key at `now` is logged: the first, then at most one
+        per `REFUSAL_LOG_INTERVAL_S`, however many requests it refuses."""
+        if now - self.refusal_logged_at < REFUSAL_LOG_INTERVAL_S:
+            return False
+        self.refusal_logged_at = now
+        return True
 
 
 def readings_for(config: BackendConfig) -> EngineReadings:
@@ -99,6 +115,7 @@ def describe_backend(
         "engine_slots": state.engine.describe_slots(now),
         "context_window_tokens": context_window_tokens,
         "context_window_source": window_source(state),
+        "credentials": state.credentials.describe(),
     }
 
 

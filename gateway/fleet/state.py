@@ -4,11 +4,13 @@ built from it and the health detector's state."""
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import time
 from typing import TYPE_CHECKING
 
+from gateway.config.credentials import backend_credentials
 from gateway.fleet.backend_state import BackendState, describe_backend, readings_for
 from gateway.fleet.estimates import BackendEstimates
 from gateway.fleet.health import HealthDetector
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from gateway.fleet.scrape.llama_cpp_status import EngineSlots
     from gateway.fleet.sync.health_events import HealthEvent, HealthKind
     from providers.rate_limits import RateLimitSignal
+
+logger = logging.getLogger("switchyard")
 
 
 class FleetState:
@@ -62,6 +66,7 @@ class FleetState:
                 b,
                 BackendEstimates(b.cache.prefill_tokens_per_s, b.cache.tpot_ms),
                 self._health.of(b.name),
+                backend_credentials(b),
                 frozenset(b.models),
                 frozenset(b.tags),
                 engine=readings_for(b),
@@ -287,6 +292,13 @@ class FleetState:
         """A backend-side failure (connect error, timeout, 5xx): counts towards ejection."""
         self._health.record_failure(name, reason)
         self._backends[name].view = None
+
+    def credentials_refused(self, name: str, message: str) -> None:
+        """The backend refused the gateway's key: a failure like any other, and a warning
+        (`message` names the key's variable, never the key), at most one a minute."""
+        if self._backends[name].refusal_to_log(self._clock()):
+            logger.warning("%s", message)
+        self.record_failure(name, "upstream_credentials_refused")
 
     def cool_down(self, name: str, seconds: float, reason: str) -> None:
         """Keep traffic off a backend that asked for it (a 429, a spent budget)."""

@@ -118,7 +118,7 @@ def create_app(
                 stack.enter_context(
                     tuned_collector(server.gc_gen0_threshold, freeze=server.gc_freeze)
                 )
-            if config.demo.traffic_rps > 0:
+            if config.demo_traffic_on:
                 from gateway.process.demo_traffic import run_demo  # and httpx: demo configs only
 
                 routes = [route.name for route in config.routes]

@@ -1,6 +1,7 @@
 """The process: building and starting a gateway (`service.py`), the generation it serves and
 its reloads (`runtime.py`, `reload_plan.py`), draining (`drain.py`), signals (`signals.py`),
-worker processes (`workers.py`), the terminal's banner and logs (`terminal.py`), background
+worker processes (`workers.py`), what `serve` needs of its environment, also run by `check`
+(`preflight.py`), the terminal's banner and logs (`terminal.py`), background
 tasks (`tasks.py`), the garbage collector's tuning (`gc_tuning.py`), the embedded demo
 traffic (`demo_traffic.py`) and the wiring of spend into budgets (`spend_wiring.py`).
 

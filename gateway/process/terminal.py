@@ -159,8 +159,7 @@ def banner(
         ("auth", _auth(config, host)),
     ]
     if config.demo.traffic_rps > 0:
-        routes = ", ".join(config.demo.routes) or "every route"
-        rows.append(("demo", f"{config.demo.traffic_rps:g} req/s on {routes}"))
+        rows.append(("demo", _demo(config)))
     rows.append(("requests", _requests(config.telemetry.access_log, log_level)))
     lines = [f"switchyard serving {origin}/v1 ({processes})"]
     lines += [f"  {name:<10} {value}" for name, value in rows]
@@ -199,7 +198,7 @@ def _auth(config: Config, host: str) -> str:
         sources.append(f"admin keys from ${server.admin_keys_env}")
     if server.metrics_token_env:
         sources.append(f"/metrics token from ${server.metrics_token_env}")
-    if server.api_keys_env or config.keys.enabled:
+    if config.clients_need_keys:
         return f"on ({', '.join(sources)})"
     # Imported here: worker processes import this module for its log filter alone.
     from gateway.tenancy.auth import is_loopback
@@ -207,6 +206,13 @@ def _auth(config: Config, host: str) -> str:
     where = f"on {host} only" if is_loopback(host) else f"on {host}: allow_unauthenticated"
     extra = "".join(f"; {source}" for source in sources)
     return f"off (no client key needed; {where}{extra})"
+
+
+def _demo(config: Config) -> str:
+    if not config.demo_traffic_on:
+        return "off: clients need a key here and the demo sends none (demo.traffic_rps ignored)"
+    routes = ", ".join(config.demo.routes) or "every route"
+    return f"{config.demo.traffic_rps:g} req/s on {routes}"
 
 
 def _requests(access_log: AccessLogMode, log_level: str) -> str:

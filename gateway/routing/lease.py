@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from providers.errors import ApiError, UpstreamError, UpstreamNotReady, UpstreamStatusError
+from providers.errors import (
+    ApiError,
+    UpstreamCredentialsRefused,
+    UpstreamError,
+    UpstreamNotReady,
+    UpstreamStatusError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -152,5 +158,7 @@ class Lease:
             return
         if signal is not None:
             self._state.record_provider_limits(name, signal, cool_spent=False)
-        if exc.retryable:
+        if isinstance(exc, UpstreamCredentialsRefused):
+            self._state.credentials_refused(name, exc.message)
+        elif exc.retryable:
             self._state.record_failure(name, exc.code or "error")

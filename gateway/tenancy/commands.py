@@ -69,7 +69,19 @@ def add_keys_parser(
     return keys
 
 
+def not_enforced(config: Config) -> str:
+    """What `keys create` and `keys rotate` say of a config that would not check the key."""
+    return (
+        "warning: keys are not enforced by this config (keys.enabled is false): a gateway "
+        "serving it checks no virtual key, this one included. To enforce them, set:\n"
+        f"  keys: {{enabled: true}}   # with store.url and ${config.keys.secret_env}; "
+        "demo traffic then stops"
+    )
+
+
 def run_keys_command(config: Config, args: argparse.Namespace) -> int:
+    if args.keys_command in ("create", "rotate") and not config.keys.enabled:
+        print(not_enforced(config), file=sys.stderr)
     url = resolve_url(config.store)
     if url is None:
         print("error: no database: set SWITCHYARD_DATABASE_URL or store.url", file=sys.stderr)

@@ -56,33 +56,45 @@ class _Settings:
 
 def read_settings(config: Config) -> _Settings:
     """Every key, token and secret the config names, read from the environment or files;
-    ConfigError naming each setting that is unusable (never a value)."""
+    ConfigError naming every setting that is unusable, all at once (never a value)."""
     server = config.server
-    try:
-        static = env_keys(server.api_keys_env, "server.api_keys_env")
-        admins = env_keys(server.admin_keys_env, "server.admin_keys_env")
-        tokens = env_keys(server.metrics_token_env, "server.metrics_token_env")
-    except AuthSettingsError as exc:
-        raise ConfigError("environment", [str(exc)]) from None
+    problems: list[str] = []
+    static = _env_keys(server.api_keys_env, "server.api_keys_env", problems)
+    admins = _env_keys(server.admin_keys_env, "server.admin_keys_env", problems)
+    tokens = _env_keys(server.metrics_token_env, "server.metrics_token_env", problems)
     if len(tokens) > 1:
-        raise ConfigError("environment", ["server.metrics_token_env: one token, no commas"])
+        problems.append("server.metrics_token_env: one token, no commas")
     url = secret = None
     if config.keys.enabled:
-        url = resolve_url(config.store)
-        if url is None:
-            raise ConfigError("<config>", ["keys.enabled: needs store.url (or the env var)"])
+        try:
+            url = resolve_url(config.store)
+        except ConfigError as exc:
+            problems += exc.problems
+        else:
+            if url is None:
+                problems.append("keys.enabled: needs store.url (or the env var)")
         try:
             secret = load_server_secret(config.keys.secret_env, config.keys.secret_file)
         except SecretError as exc:
-            raise ConfigError("environment", [str(exc)]) from None
+            problems.append(str(exc))
+    if problems:
+        raise ConfigError("environment", problems)
     token = next(iter(tokens), None)
     return _Settings(static, admins, token, url, secret)
 
 
+def _env_keys(env_name: str | None, setting: str, problems: list[str]) -> frozenset[str]:
+    """`env_keys`, its problem added to `problems` instead of raised."""
+    try:
+        return env_keys(env_name, setting)
+    except AuthSettingsError as exc:
+        problems.append(str(exc))
+        return frozenset()
+
+
 def check_exposure(config: Config, host: str) -> None:
     """ConfigError when serving on `host` would expose the backends without keys."""
-    needs_keys = bool(config.server.api_keys_env) or config.keys.enabled
-    problem = exposure_problem(host, needs_keys, config.server.allow_unauthenticated)
+    problem = exposure_problem(host, config.clients_need_keys, config.server.allow_unauthenticated)
     if problem is not None:
         raise ConfigError("<config>", [problem])
 

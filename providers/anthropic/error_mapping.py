@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from providers.anthropic.messages_wire import ErrorBody, ErrorDetail
 from providers.errors import (
+    KeySource,
     UpstreamCredentialsRefused,
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -41,9 +42,10 @@ stream carries only the type, so its status is read from here."""
 class ErrorMapper:
     """Builds one backend's errors; holds its key only to scrub it from upstream text."""
 
-    def __init__(self, backend: str, api_key: str | None) -> None:
+    def __init__(self, backend: str, api_key: str | None, api_key_env: str | None = None) -> None:
         self.backend = backend
         self._secret = api_key or None
+        self._key = KeySource.of(api_key, api_key_env)
 
     def invalid_request(self, message: str, *, param: str | None = None) -> UpstreamStatusError:
         """A request this adapter cannot translate: a 400, not retryable, because the
@@ -95,7 +97,7 @@ class ErrorMapper:
         # The gateway's own key was refused, not the client's: a retryable 502 without
         # the upstream body (see UpstreamCredentialsRefused).
         return UpstreamCredentialsRefused(
-            backend=self.backend, upstream_status=status, reason=error_type
+            backend=self.backend, upstream_status=status, reason=error_type, key=self._key
         )
 
     def _detail(self, body: bytes, status: int) -> ErrorDetail:

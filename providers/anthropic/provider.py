@@ -53,6 +53,7 @@ async def open_anthropic(settings: ProviderSettings) -> AnthropicProvider:
         max_connections=settings.max_connections,
         idle_keepalive_s=settings.idle_keepalive_s,
         http_client=settings.http_client,
+        api_key_env=settings.api_key_env,
     )
 
 
@@ -74,11 +75,13 @@ class AnthropicProvider:
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
         http_client: HttpClient = "lean",
         clock: Callable[[], float] = time.time,
+        api_key_env: str | None = None,
     ) -> None:
-        """`clock` gives the `created` timestamp of the responses it translates."""
+        """`clock` gives the `created` timestamp of the responses it translates;
+        `api_key_env` is the variable the key came from, which a refusal of it names."""
         self.name = name
         self.base_url = base_url.rstrip("/")
-        self._errors = ErrorMapper(name, api_key)
+        self._errors = ErrorMapper(name, api_key, api_key_env)
         self._clock = clock
         # A redirect is an error too: the adapter must read the answer, and cannot read one.
         self._http = HttpTransport(

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from providers.errors import (
+    KeySource,
     UpstreamCredentialsRefused,
     UpstreamError,
     UpstreamProtocolError,
@@ -47,9 +48,10 @@ _HTTP_OF_STATUS = {
 class GeminiErrors:
     """Maps Gemini error statuses and bodies for one backend; scrubs its key from both."""
 
-    def __init__(self, backend: str, api_key: str | None) -> None:
+    def __init__(self, backend: str, api_key: str | None, api_key_env: str | None = None) -> None:
         self._backend = backend
         self._api_key = api_key
+        self._key = KeySource.of(api_key, api_key_env)
 
     def for_status(self, status: int, body: bytes, retry_after_s: float | None) -> UpstreamError:
         """An error response (the `status_error` hook of the HTTP transport)."""
@@ -76,7 +78,10 @@ class GeminiErrors:
         if http_status in (401, 403) or name in _CREDENTIAL_STATUSES or _bad_key(detail):
             # Never the client's fault, never relayed: see UpstreamCredentialsRefused.
             return UpstreamCredentialsRefused(
-                backend=self._backend, upstream_status=http_status, reason=name or None
+                backend=self._backend,
+                upstream_status=http_status,
+                reason=name or None,
+                key=self._key,
             )
         message = self._scrub(str(detail.get("message") or ""))[:_MAX_MESSAGE_CHARS]
         if http_status == 429 or name == "RESOURCE_EXHAUSTED":

@@ -40,6 +40,7 @@ async def open_gemini(settings: ProviderSettings) -> GeminiProvider:
         max_connections=settings.max_connections,
         idle_keepalive_s=settings.idle_keepalive_s,
         http_client=settings.http_client,
+        api_key_env=settings.api_key_env,
     )
 
 
@@ -54,11 +55,13 @@ class GeminiProvider:
         max_connections: int = 256,
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
         http_client: HttpClient = "lean",
+        api_key_env: str | None = None,
     ) -> None:
+        """`api_key_env`: the variable the key came from, which a refusal of it names."""
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._models = models
-        self._errors = GeminiErrors(name, api_key)
+        self._errors = GeminiErrors(name, api_key, api_key_env)
         self._http = HttpTransport(
             name,
             upstream_headers(None, {"x-goog-api-key": api_key} if api_key else None),

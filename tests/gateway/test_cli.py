@@ -66,10 +66,16 @@ def broken_config() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("path", [embedded_config_path(), DEPLOYMENT], ids=["embedded", "deploy"])
-def test_check_accepts_a_valid_config(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_accepts_a_valid_config(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the deployment example names in its environment.
+    monkeypatch.setenv("SWITCHYARD_CLIENT_KEYS", "client-key-1")
+    monkeypatch.setenv("CLOUD_API_KEY", "cloud-key-1")
     assert main(["check", "--config", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert re.fullmatch(r"ok: \d+ backends, \d+ routes, \d+ profiles\n", out)
+    captured = capsys.readouterr()
+    assert re.fullmatch(r"ok: \d+ backends, \d+ routes, \d+ profiles\n", captured.out)
+    assert captured.err == ""
 
 
 def test_check_without_config_checks_the_embedded_one(

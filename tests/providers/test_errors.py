@@ -6,6 +6,7 @@ import pytest
 
 from providers.errors import (
     ApiError,
+    KeySource,
     MissingDeployment,
     UnsupportedRequest,
     UpstreamConnectError,
@@ -122,14 +123,18 @@ def test_one_root_for_every_upstream_error() -> None:
 @pytest.mark.parametrize(
     ("status", "reason", "message"),
     [
-        (401, None, "backend a refused the gateway's credentials (HTTP 401)"),
+        (401, None, "backend a: upstream rejected the gateway's credentials (HTTP 401)"),
         (
             403,
             "PERMISSION_DENIED",
-            "backend a refused the gateway's credentials (HTTP 403 PERMISSION_DENIED)",
+            "backend a: upstream rejected the gateway's credentials (HTTP 403 PERMISSION_DENIED)",
         ),
         # Anything but an error-type name is left out: it could quote the key.
-        (401, "bad key sk-123", "backend a refused the gateway's credentials (HTTP 401)"),
+        (
+            401,
+            "bad key sk-123",
+            "backend a: upstream rejected the gateway's credentials (HTTP 401)",
+        ),
     ],
 )
 def test_refused_credentials_name_the_status_and_nothing_upstream_wrote(
@@ -139,3 +144,30 @@ def test_refused_credentials_name_the_status_and_nothing_upstream_wrote(
     assert error.message == message
     assert (error.upstream_status, error.upstream_body, error.retry_after_s) == (status, b"", None)
     assert UpstreamStatusError.code == "bad_gateway", "instances do not change the class"
+
+
+@pytest.mark.parametrize(
+    ("key", "rejected"),
+    [
+        (
+            KeySource.of("sk-the-key", "OPENAI_API_KEY"),
+            "upstream rejected the credentials from OPENAI_API_KEY",
+        ),
+        (
+            KeySource.of(None, "OPENAI_API_KEY"),
+            "upstream rejected a request sent without credentials: "
+            "OPENAI_API_KEY is unset or empty",
+        ),
+        (
+            KeySource.of(None, None),
+            "upstream rejected a request sent without credentials: no api_key_env is configured",
+        ),
+        (KeySource.of("sk-the-key", None), "upstream rejected the gateway's credentials"),
+    ],
+    ids=["named-and-sent", "named-but-unset", "none-named", "sent-from-elsewhere"],
+)
+def test_a_refusal_names_the_variable_the_key_came_from(key: KeySource, rejected: str) -> None:
+    error = UpstreamCredentialsRefused(backend="oa", upstream_status=401, key=key)
+    assert error.message == f"backend oa: {rejected} (HTTP 401)"
+    assert error.key_env == key.env
+    assert "sk-the-key" not in error.message + repr(error) + repr(key)

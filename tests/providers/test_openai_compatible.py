@@ -45,7 +45,9 @@ async def opened(settings: ProviderSettings) -> OpenAICompatibleProvider:
 
 @pytest.fixture
 async def provider(upstream: ScriptedServer) -> AsyncIterator[OpenAICompatibleProvider]:
-    settings = ProviderSettings(name="oa", base_url=upstream.url + "/v1", api_key=KEY)
+    settings = ProviderSettings(
+        name="oa", base_url=upstream.url + "/v1", api_key=KEY, api_key_env="OA_API_KEY"
+    )
     adapter = await opened(settings)
     try:
         yield adapter
@@ -67,7 +69,9 @@ async def test_refused_credentials_are_a_retryable_502_without_the_body(
         True,
     )
     assert (error.upstream_status, error.upstream_body) == (status, b"")
-    assert error.message == f"backend oa refused the gateway's credentials (HTTP {status})"
+    assert error.message == (
+        f"backend oa: upstream rejected the credentials from OA_API_KEY (HTTP {status})"
+    )
     assert KEY not in repr(error)
 
 

@@ -44,6 +44,7 @@ def dashboard_data(
                     "provider_remaining_tokens": row["provider_remaining_tokens"],
                     "provider_limits_read_at": row["provider_limits_read_at"],
                 },
+                "credentials": row["credentials"],
                 "quality": _quality(book, name),
                 **panel,
             }

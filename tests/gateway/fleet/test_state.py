@@ -132,3 +132,18 @@ def test_a_failed_scrape_keeps_the_view() -> None:
     first = state.views(["a"])["a"]
     state.record_engine_load("a", None, "timed out")
     assert state.views(["a"])["a"] == first
+
+
+def test_a_refused_key_is_logged_at_most_once_a_minute_and_counted_each_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    state = fleet(clock)
+    message = "backend a: upstream rejected the credentials from SY_KEY_A (HTTP 401)"
+    with caplog.at_level("WARNING", logger="switchyard"):
+        for seconds in (0.0, 1.0, 59.0, 61.0):
+            clock.now = 100.0 + seconds
+            state.credentials_refused("a", message)
+    assert [r.getMessage() for r in caplog.records] == [message, message]
+    [row] = [r for r in state.describe() if r["name"] == "a"]
+    assert row["failures"] == 4

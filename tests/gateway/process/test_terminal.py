@@ -51,6 +51,28 @@ def test_the_banner_of_the_embedded_default(monkeypatch: pytest.MonkeyPatch) -> 
     ]
 
 
+def test_the_banner_says_the_demo_is_off_where_clients_need_keys(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    embedded = load_config(embedded_config_path())
+    server = embedded.server.model_copy(update={"api_keys_env": "KEYS"})
+    config = embedded.model_copy(update={"server": server})
+    shown = banner(
+        config,
+        Path("my.yaml"),
+        embedded=False,
+        host="127.0.0.1",
+        port=80,
+        workers=1,
+        log_level="info",
+    )
+    rows = dict(line.split(maxsplit=1) for line in shown.splitlines()[1:])
+    assert rows["demo"] == (
+        "off: clients need a key here and the demo sends none (demo.traffic_rps ignored)"
+    )
+
+
 def many_routes(config: dict[str, Any]) -> None:
     route = config["routes"][0]
     config["routes"] = [{**route, "name": f"r{i}"} for i in range(7)]

@@ -127,3 +127,21 @@ def data_requests(data: dict[str, object], name: str) -> int:
     backends = data["backends"]
     assert isinstance(backends, list)
     return int(next(b for b in backends if b["name"] == name)["summary"]["requests"])
+
+
+async def test_a_backend_without_its_key_shows_a_badge(
+    browser: str,
+    start_emulator: StartEmulator,
+    start_gateway: StartGateway,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SY_DASH_UNSET_KEY", raising=False)
+    a = await start_emulator(models=["emulated-model"])
+    config = make_config({"engine-a": a.base_url, "engine-b": a.base_url})
+    config["backends"][1]["api_key_env"] = "SY_DASH_UNSET_KEY"
+    gw = await start_gateway(config)
+    dom = await asyncio.to_thread(chromium, gw.url + "/dashboard", "--dump-dom")
+    assert 'data-loaded="true"' in dom, dom[:2000]
+    badges = [(text, row) for metric, text, row in parse(dom).found if metric == "credentials"]
+    assert badges == [("no key", "engine-b")]
+    assert 'title="SY_DASH_UNSET_KEY is unset or empty"' in dom

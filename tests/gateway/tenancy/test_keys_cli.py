@@ -17,7 +17,9 @@ def config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("SWITCHYARD_KEY_SECRET", "c" * 32)
     store = {"url": f"sqlite+aiosqlite:///{tmp_path / 'cli.db'}"}
     path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(make_config({"a": "http://127.0.0.1:9/v1"}, store=store)))
+    keys = {"enabled": True}
+    config = make_config({"a": "http://127.0.0.1:9/v1"}, store=store, keys=keys)
+    path.write_text(yaml.safe_dump(config))
     return str(path)
 
 
@@ -58,3 +60,29 @@ def test_bad_input_and_a_missing_secret_are_usage_errors(
     monkeypatch.delenv("SWITCHYARD_KEY_SECRET")
     assert main(["keys", "list", *args]) == 2
     assert "SWITCHYARD_KEY_SECRET" in capsys.readouterr().err
+
+
+def test_create_and_rotate_say_when_the_config_does_not_enforce_keys(
+    config_path: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warning = (
+        "warning: keys are not enforced by this config (keys.enabled is false): a gateway "
+        "serving it checks no virtual key, this one included. To enforce them, set:\n"
+        "  keys: {enabled: true}   # with store.url and $SWITCHYARD_KEY_SECRET; "
+        "demo traffic then stops\n"
+    )
+    loose = yaml.safe_load(Path(config_path).read_text())
+    del loose["keys"]
+    path = str(tmp_path / "loose.yaml")
+    Path(path).write_text(yaml.safe_dump(loose))
+    assert main(["keys", "create", "--name", "loose", "--config", path]) == 0
+    made = capsys.readouterr()
+    assert made.out.startswith("sk-sy-") and made.err.startswith(warning)
+    key_id = made.err.removeprefix(warning).split()[0]
+    assert main(["keys", "rotate", key_id, "--config", path]) == 0
+    assert capsys.readouterr().err.startswith(warning)
+    assert main(["keys", "list", "--config", path]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # The same store with keys enabled: nothing to warn of.
+    assert main(["keys", "create", "--name", "strict", "--config", config_path]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -13,7 +13,7 @@ from providers.anthropic.messages_wire import ErrorDetail
 from providers.errors import UpstreamCredentialsRefused
 
 KEY = "sk-ant-api03-SECRET"
-MAPPER = ErrorMapper("claude-a", KEY)
+MAPPER = ErrorMapper("claude-a", KEY, "ANTHROPIC_API_KEY")
 
 
 def anthropic_error(error_type: str, message: str) -> bytes:
@@ -79,7 +79,8 @@ def test_refused_credentials_are_a_retryable_502_without_the_key(
         )
         assert (error.upstream_status, error.upstream_body) == (status, b"")
         assert error.message == (
-            f"backend claude-a refused the gateway's credentials (HTTP {status} {error_type})"
+            "backend claude-a: upstream rejected the credentials from ANTHROPIC_API_KEY "
+            f"(HTTP {status} {error_type})"
         )
         assert KEY not in repr(error)
 

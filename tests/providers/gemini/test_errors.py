@@ -27,7 +27,7 @@ def gemini_error(code: int, status: str, message: str, *details: dict[str, Any])
 
 
 def mapped(status: int, body: bytes, retry_after_s: float | None = None) -> UpstreamStatusError:
-    error = GeminiErrors("gem", KEY).for_status(status, body, retry_after_s)
+    error = GeminiErrors("gem", KEY, "GEMINI_API_KEY").for_status(status, body, retry_after_s)
     assert isinstance(error, UpstreamStatusError)
     return error
 
@@ -100,7 +100,7 @@ def test_refused_credentials_are_a_retryable_502_without_the_key(http: int, body
     assert isinstance(error, UpstreamCredentialsRefused)
     assert (error.status, error.retryable, error.upstream_body) == (502, True, b"")
     assert (error.code, error.upstream_status) == ("upstream_credentials_refused", http)
-    assert "refused the gateway's credentials" in error.message
+    assert "upstream rejected the credentials from GEMINI_API_KEY" in error.message
     for text in (error.message, str(error), repr(error), repr(error.args)):
         assert KEY not in text
 

@@ -9,7 +9,7 @@ import { backendHref, badge, h, metric } from './dom.js';
 import {
   cacheChart, drawCharts, latencyChart, overheadChart, qualityChart, resetCharts, spendChart, successChart, trafficChart,
 } from './charts.js';
-import { backendsTable, errorsCard, healthState, qualityBadge, qualityCard, reasonsCard, tiles, worstQuality } from './panels.js';
+import { backendsTable, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, reasonsCard, tiles, worstQuality } from './panels.js';
 
 const DATA_URL = '/v1/switchyard/dashboard';
 const POLL_MS = 5000;
@@ -57,7 +57,7 @@ function backendPage(data, name) {
   const bucketS = data.bucket_s;
   return [
     h('div', { class: 'page-head' },
-      h('h1', {}, b.name), badge(healthState(b).state, health.reason, 'health'),
+      h('h1', {}, b.name), badge(healthState(b).state, health.reason, 'health'), keyBadge(b.credentials),
       h('span', { class: 'stat', title: quality.title }, 'quality ', qualityBadge(quality)),
       h('span', { class: 'chip' }, b.kind), h('span', { class: 'muted' }, (b.models || []).join(', ')),
       h('span', { class: 'stat' }, metric('in_flight', fmtInt(health.in_flight)), ` / ${fmtInt(health.max_concurrency)} in flight`),
@@ -91,6 +91,8 @@ function statusNotes(b) {
   const health = b.health || {};
   const notes = [];
   if (health.healthy === false) notes.push(['bad', 'Health check failing', health.reason]);
+  const key = (b.credentials || {}).problem;
+  if (key) notes.push(['warn', 'No key', `${key}; its requests go without credentials`]);
   for (const q of b.quality || []) {
     const since = q.ejected_for_s > 0 ? ` (${fmtDuration(q.ejected_for_s)})` : '';
     if (q.state === 'ejected') notes.push(['bad', `${q.model}: ejected for quality${since}`, q.reason]);

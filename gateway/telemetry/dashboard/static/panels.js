@@ -22,6 +22,13 @@ export function healthState(b) {
   return { state: 'healthy', title: health.reason };
 }
 
+// A backend whose key is missing (its variable unset or empty, or none named): the problem
+// names the variable only.
+export function keyBadge(credentials) {
+  if (!credentials || !credentials.problem) return null;
+  return h('span', { class: 'badge nokey', title: credentials.problem, 'data-metric': 'credentials' }, 'no key');
+}
+
 function tone(successRate) {
   if (!isNum(successRate)) return '';
   return successRate < 0.95 ? 'bad' : successRate < 0.99 ? 'warn' : '';
@@ -69,7 +76,7 @@ export function backendsTable(backends) {
     const quality = worstQuality(b.quality);
     return h('tr', { 'data-backend': b.name },
       h('td', { class: 'name' }, h('a', { href: backendHref(b.name) }, b.name), h('span', { class: 'kind' }, b.kind)),
-      h('td', {}, badge(health.state, health.title, 'health')),
+      h('td', {}, badge(health.state, health.title, 'health'), keyBadge(b.credentials)),
       h('td', { class: 'name', title: quality.title }, qualityBadge(quality)),
       numCell('requests', fmtInt(sum.requests)),
       numCell('share', fmtPct(sum.share), shareBar(sum.share)),
