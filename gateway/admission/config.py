@@ -109,6 +109,15 @@ class FlowControlConfig(StrictConfig):
         "prefers (its cache is there) this long, or half its TTFT budget, before it may go "
         "to another backend with room.",
     )
+    fallback_patience: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="With a TTFT target and a fallback route: the share of the time a held "
+        "request could wait for its own route (until its fallback could no longer meet the "
+        "target) that it does wait before it moves; 1: to the last moment, which the "
+        "fallback's own variance then makes late as often as not.",
+    )
     ageing_s: float | None = Field(
         10.0, gt=0, description="Each this long held lifts a request one band; null: never."
     )

@@ -217,8 +217,10 @@ class Admission:
         if target is None:
             return now + self.config.max_wait_s, "queue_timeout"
         fallback = plan.peek_fallback() if self._moves(cls, plan) else None
-        needed = best_ttft_ms(fallback) if fallback is not None else service_ms(leg)
-        return now + (target - needed) / 1000.0 - _MARGIN_S, "deadline_unmeetable"
+        if fallback is None:
+            return now + (target - service_ms(leg)) / 1000.0 - _MARGIN_S, "deadline_unmeetable"
+        slack = (target - best_ttft_ms(fallback)) / 1000.0 - _MARGIN_S
+        return now + slack * self.config.fallback_patience, "deadline_unmeetable"
 
     def _late_reason(self, leg: Leg, target: float | None, why: str) -> str:
         if target is None:

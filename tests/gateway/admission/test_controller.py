@@ -195,6 +195,20 @@ async def test_a_late_request_moves_to_the_fallback_route(rig: Any) -> None:
     assert [leg.decision.route for leg in record.fallbacks] == ["spill"]
 
 
+@pytest.mark.parametrize("patience", [1.0, 0.25])
+async def test_a_held_request_moves_after_its_fallback_patience(rig: Any, patience: float) -> None:
+    r = rig({"fallback_patience": patience}, fallback=True)
+    r.load("a", 50_000)
+    r.load("b", 50_000)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    record = await r.admit(r.plan(ttft_ms=1_000))
+    assert record.held is not None and record.held.outcome == "fallback"
+    # The cloud needs ~0.2 s of prefill: up to ~0.8 s of the target may go on waiting.
+    waited = loop.time() - started
+    assert waited == pytest.approx(0.75 * patience, abs=0.06)
+
+
 async def test_a_class_that_sheds_is_refused_even_with_a_fallback(rig: Any) -> None:
     r = rig(fallback=True)
     r.load("a", 50_000)
