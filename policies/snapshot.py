@@ -40,10 +40,6 @@ class BackendView:
     """Recent mean of measured less predicted TTFT of streams sent here: what the latency
     model (`policies.predict`) misses on this backend. Flow control adds it to its
     predictions; the routing policies do not (their scores compare backends)."""
-    ttft_spread_ms: float = 0.0
-    """Recent mean distance of that miss from `ttft_error_ms`: flow control adds it too,
-    so that a request goes where its first token is predicted in time with a margin for
-    how far single streams stray, not only on average."""
     engine_running: int | None = None
     """Requests the engine itself reports running (its scraped `/metrics`), every client's
     included; None when the backend is not scraped or the last reading is stale."""

@@ -2,8 +2,7 @@
 that has room for it. Room is the saturation detector's (when flow control holds every
 request) and, for a request with a TTFT target, a predicted TTFT within what is left of
 it: the latency model's (`policies.predict`) plus what it has lately missed on that
-backend (`BackendView.ttft_error_ms`) and how far single streams stray from that
-(`ttft_spread_ms`). Pure functions of a decided `Leg`."""
+backend (`BackendView.ttft_error_ms`). Pure functions of a decided `Leg`."""
 
 from __future__ import annotations
 
@@ -63,7 +62,7 @@ def find_room(
             continue
         if target_ms is None:
             return Room(name, f"{name} has room")
-        predicted = max(0.0, predicted_ttft_ms(snapshot, view) + _missed(view))
+        predicted = max(0.0, predicted_ttft_ms(snapshot, view) + view.ttft_error_ms)
         if elapsed_ms + predicted <= target_ms:
             return Room(name, _meets(name, predicted, elapsed_ms, target_ms))
         misses.append(f"{name}: predicted TTFT {predicted:,.0f} ms")
@@ -115,7 +114,7 @@ def best_ttft_ms(leg: Leg) -> float:
     if snapshot is None:
         return 0.0
     view = snapshot.backends[chosen]
-    return max(0.0, predicted_ttft_ms(snapshot, view) + _missed(view))
+    return max(0.0, predicted_ttft_ms(snapshot, view) + view.ttft_error_ms)
 
 
 def cached_on_room(
@@ -128,11 +127,6 @@ def cached_on_room(
         if tokens > best and name in views:
             best, where = tokens, name
     return best, where
-
-
-def _missed(view: BackendView) -> float:
-    """What the prediction lately misses on `view`, with a margin of its spread."""
-    return view.ttft_error_ms + view.ttft_spread_ms
 
 
 def _idle_ttft_ms(snapshot: Snapshot, view: BackendView) -> float:

@@ -29,9 +29,6 @@ class BackendEstimates:
     """Recent mean of a stream's measured TTFT less the TTFT predicted when it was sent:
     what the latency model misses here (queueing inside the engine, waits for KV)."""
     ttft_error_samples: int = 0
-    ttft_spread_ms: float = 0.0
-    """Recent mean distance of that miss from its mean (as TCP's RTT variance): how far a
-    single stream's TTFT strays from the corrected prediction."""
 
     def observe_ttft(self, ttft_s: float, uncached_tokens: int, queue_was_empty: bool) -> None:
         """A stream's first byte arrived `ttft_s` after dispatch."""
@@ -58,9 +55,7 @@ class BackendEstimates:
         """A stream's first byte came `measured_ms` after dispatch; `predicted_ms` was
         expected."""
         self.ttft_error_samples += 1
-        miss = measured_ms - predicted_ms
-        self.ttft_spread_ms = ewma(self.ttft_spread_ms, abs(miss - self.ttft_error_ms))
-        self.ttft_error_ms = ewma(self.ttft_error_ms, miss)
+        self.ttft_error_ms = ewma(self.ttft_error_ms, measured_ms - predicted_ms)
 
     def observe_tpot(self, decode_s: float, completion_tokens: int) -> None:
         """A stream produced `completion_tokens` in `decode_s` after its first byte."""

@@ -118,7 +118,6 @@ class FleetState:
             or view.tpot_ms != est.tpot_ms
             or view.network_ms != est.network_ms
             or view.ttft_error_ms != est.ttft_error_ms
-            or view.ttft_spread_ms != est.ttft_spread_ms
         ):
             return False
         fresh = state.view_engine_fresh
@@ -143,7 +142,6 @@ class FleetState:
             tpot_ms=state.estimates.tpot_ms,
             network_ms=state.estimates.network_ms,
             ttft_error_ms=state.estimates.ttft_error_ms,
-            ttft_spread_ms=state.estimates.ttft_spread_ms,
             engine_running=running,
             engine_waiting=waiting,
             engine_kv_usage=kv_usage,
