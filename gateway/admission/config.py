@@ -76,11 +76,11 @@ class TenantsConfig(StrictConfig):
         2.0, ge=0, description="Service per output token, input tokens counting 1."
     )
     over_share_headroom: float = Field(
-        1.0,
+        0.5,
         gt=0,
         le=1,
         description="With `enabled`: the share of a backend's limits a tenant may fill while "
-        "it has had more than its weighted share of the recent service and another tenant "
+        "it has had more than 1.25 x its weighted share of the recent service and another tenant "
         "was served within `half_life_s` (multiplies its class's `headroom`); 1: no limit "
         "beyond its class's.",
     )

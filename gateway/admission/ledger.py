@@ -18,6 +18,11 @@ if TYPE_CHECKING:
     from gateway.admission.config import TenantsConfig
 
 
+_OVER_BY = 1.25
+"""A tenant is over its share past this many times it: tenants of equal demand, each near
+its share, do not take turns being held back."""
+
+
 class ServiceLedger:
     """Decayed service per tenant; at most `max_tenants`, the least recently charged
     forgotten first (a forgotten tenant counts as unserved, which favours it: bounded
@@ -78,16 +83,17 @@ class ServiceLedger:
         return {t: self._decayed(t, now) / self._weight(t) for t in set(tenants)}
 
     def over_share(self, tenant: str, now: float) -> bool:
-        """Whether `tenant` has had more than its weight's share of the service of the
-        tenants served within a half-life, while at least one other was: alone, a tenant
-        is never over its share."""
+        """Whether `tenant` has had more than its weight's share (by a quarter: `_OVER_BY`)
+        of the service of the tenants served within a half-life, while at least one other
+        was: alone, a tenant is never over its share."""
         self._expire(now)
         if tenant not in self._active or len(self._active) < 2:
             return False
         total = self._total_at(now)
         if total <= 0 or self._active_weight <= 0:
             return False
-        return self._decayed(tenant, now) / total > self._weight(tenant) / self._active_weight
+        fair = self._weight(tenant) / self._active_weight
+        return self._decayed(tenant, now) / total > fair * _OVER_BY
 
     def _activate(self, tenant: str, now: float) -> None:
         if tenant not in self._active:
