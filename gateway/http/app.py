@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 
@@ -55,8 +56,12 @@ class SwitchyardApp:
         elif scope["method"] == "POST":
             await self._proxy(path, scope, receive, send)
         else:
+            started = time.monotonic()
             error = ClientError(f"{scope['path']} only accepts POST", code="method_not_allowed")
             error.status = 405
+            runtime: Runtime | None = getattr(self.state, "runtime", None)
+            if runtime is not None:
+                runtime.current.telemetry.refused(error, path.ingress, started)
             response = path.dialect.error_response(error, {"allow": "POST"})
             await response(scope, receive, send)
 
@@ -69,7 +74,7 @@ class SwitchyardApp:
         runtime: Runtime = self.state.runtime
         if runtime.draining:
             refused = ShuttingDown("the gateway is shutting down; send the request elsewhere")
-            runtime.current.telemetry.rejected(refused.code)
+            runtime.current.telemetry.refused(refused, path.ingress, time.monotonic())
             await path.dialect.error_response(refused)(scope, receive, send)
             return
         with runtime.serving() as ticket:

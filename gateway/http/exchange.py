@@ -101,12 +101,16 @@ class Exchange:
             collect = outcome.collector.finish
             self._observe(lease.backend, collect, error, upstream_ttft, decode_s or 0.0)
 
-    def failed(self, status: int, code: str | None) -> None:
+    def failed(
+        self, status: int, code: str | None, *, reason: str | None = None, logged: bool = True
+    ) -> None:
         """No response reached the client from a backend: every attempt failed, none could
-        be made, or the client left before the first byte."""
+        be made, the gateway refused it after deciding (`reason`: why, cut; `logged`:
+        whether its access-log line is written), or the client left before the first
+        byte."""
         if self.lease is not None:  # answered, but the response never went out
             self.lease.finish(None, outcome=code or "error")
-        self._finish(status, code, None)
+        self._finish(status, code, None, reason=reason, logged=logged)
         self._observe()
 
     def _record(self) -> DecisionRecord:
@@ -123,6 +127,8 @@ class Exchange:
         usage: Usage | None = None,
         ttft_s: float | None = None,
         decode_s: float | None = None,
+        reason: str | None = None,
+        logged: bool = True,
     ) -> None:
         self.finished = True
         if self.charge is not None and usage is not None:
@@ -148,6 +154,8 @@ class Exchange:
                 usage=usage,
                 chunks=chunks,
                 body=self.body,
+                reason=reason,
+                logged=logged,
             )
         )
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from starlette.requests import ClientDisconnect, Request
 
 from gateway.config.bounds import check_depth
-from gateway.errors import PayloadTooLarge, SwitchyardError
+from gateway.errors import ClientError, PayloadTooLarge, SwitchyardError
 from gateway.http.admission import admit, budgeted_route, keyed_traits, rejection_headers
 from gateway.http.exchange import Exchange
 from gateway.http.model_rename import renamed_response, served_model, stream_renamer
@@ -106,15 +106,18 @@ async def serve_proxy(
     started = time.monotonic()
     headers = RequestHeaders(scope["headers"])
     dialect = path.dialect
+    caller: Caller | None = None
     try:
         caller = dialect.authorize(headers, gateway.authorize)
         raw = await receive_body(receive, headers, gateway.config.server.max_body_bytes)
     except SwitchyardError as exc:
-        gateway.telemetry.rejected(exc.code or exc.type)
+        gateway.telemetry.refused(exc, path.ingress, started, caller)
         await dialect.error_response(exc)(scope, receive, send)
         return
     except ClientDisconnect:  # gone while sending its body: nothing to answer
-        gateway.telemetry.rejected("client_disconnected")
+        gone = SwitchyardError("the client left while sending its body", code="client_disconnected")
+        gone.status = 499
+        gateway.telemetry.refused(gone, path.ingress, started, caller)
         return
     key_id = caller.key_id if caller is not None else None
     exchange = Exchange(
@@ -187,6 +190,7 @@ async def _respond(
     gateway: Gateway, headers: RequestHeaders, exchange: Exchange, dialect: Dialect, raw: bytes
 ) -> Response:
     endpoint = exchange.endpoint
+    named: str | None = None  # the route, once the request names one that exists
     try:
         bounds = gateway.config.bounds
         check_depth(raw, bounds.max_json_depth)
@@ -195,12 +199,14 @@ async def _respond(
             translation.body, endpoint, None if translation.translated else bounds
         )
         route = gateway.router.route(head.model)
+        named = route.name
         traits = keyed_traits(exchange.caller, route.name, traits_of(endpoint, body, head, headers))
         admission = gateway.admission
         standing = admission.standing(exchange.caller, headers) if admission is not None else None
         route, budget = await budgeted_route(
             gateway.tenancy.budgets, gateway.router, exchange.caller, route
         )
+        named = route.name
         plan = gateway.router.plan(route, traits)
         limits = await admit(
             gateway.tenancy.limiter,
@@ -210,7 +216,7 @@ async def _respond(
             traits.max_tokens,
         )
     except SwitchyardError as exc:
-        gateway.telemetry.rejected(exc.code or exc.type)
+        gateway.telemetry.refused(exc, exchange.ingress, exchange.started, exchange.caller, named)
         return dialect.error_response(exc, rejection_headers(exc))
     decision = plan.first.decision
     record = DecisionRecord(decision, plan.first.work, placement=plan.first.placement)
@@ -235,7 +241,12 @@ async def _respond(
             )
         return await _send(gateway, exchange, translation, plan, upstream, answer_headers)
     except SwitchyardError as exc:
-        exchange.failed(exc.status, exc.code)
+        if isinstance(exc, ClientError):  # the gateway's own refusal: flow control's 429s
+            refusals = gateway.telemetry.refusals
+            line = refusals.line(exc.status, exc.code or exc.type)
+            exchange.failed(exc.status, exc.code, reason=refusals.reason(exc.message), logged=line)
+        else:
+            exchange.failed(exc.status, exc.code)
         return dialect.error_response(exc, answer_headers)
     except asyncio.CancelledError:
         if not exchange.finished:

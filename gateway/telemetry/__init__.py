@@ -1,7 +1,9 @@
 """What the gateway tells operators: request records and their cost, the telemetry thread,
-the access log, Prometheus metrics, dashboard series and page, and the spend sink.
+the access log, Prometheus metrics, dashboard series and page, the spend sink, and the
+gateway's own refusals (counted, and logged and kept within bounds).
 
 May import `gateway.config`, `gateway.fleet`, `gateway.quality`, `gateway.routing`
-(decision records), `gateway.tenancy`'s team labels, `gateway.process.tasks`, and
-`gateway.store` only when the config turns the store on (imported then).
+(decision records), `gateway.tenancy`'s team labels and token-bucket arithmetic,
+`gateway.process.tasks`, and `gateway.store` only when the config turns the store on
+(imported then).
 """

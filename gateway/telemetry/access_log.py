@@ -4,6 +4,11 @@
 and prompt tokens, decision id (`GET /v1/switchyard/decisions/{id}` has the rest).
 `json` writes the whole record with its decision, for machines.
 
+A request the gateway refused itself gets a line of its own shape (route or `(no route)`,
+`(refused)`, status, time, code, key id, reason); `gateway.telemetry.refusals` decides on
+the event loop which refusals get one, and the lines it held back come as one summary line
+per status and code (`Suppressed`).
+
 Each line is its own `LogRecord`, so every handler (a user's, pytest's caplog) still sees
 one record per request, stamped with the time the request finished. The records are copies
 of one the logger makes per batch (a custom record factory's fields included): making each
@@ -19,8 +24,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
+from gateway.telemetry.refusals import Suppressed
+
 if TYPE_CHECKING:
     from gateway.telemetry.record import RequestRecord
+    from gateway.telemetry.refusals import Refusal, RefusalItem
 
 logger = logging.getLogger("switchyard.access")
 
@@ -34,10 +42,24 @@ class AccessLog:
         self._template: logging.LogRecord | None = None
 
     def consume(self, record: RequestRecord) -> None:
-        if not logger.isEnabledFor(logging.INFO):
+        if not record.logged or not logger.isEnabledFor(logging.INFO):
             return
         line = concise_line(record) if self.mode == "line" else json_line(record)
         logger.handle(self._log_record(line, record.at + record.e2e_s))
+        self.written += 1
+
+    def refused(self, item: RefusalItem) -> None:
+        """A refusal its bucket let be logged, or a summary of the lines one held back."""
+        if not logger.isEnabledFor(logging.INFO):
+            return
+        plain = self.mode == "line"
+        if isinstance(item, Suppressed):
+            line, at = suppressed_line(item) if plain else suppressed_json(item), item.at
+        elif item.logged:
+            line, at = refused_line(item) if plain else refused_json(item), item.at + item.e2e_s
+        else:
+            return
+        logger.handle(self._log_record(line, at))
         self.written += 1
 
     def flush(self) -> None:
@@ -63,7 +85,13 @@ class AccessLog:
 
 def concise_line(record: RequestRecord) -> str:
     """`default -> engine-b 200 412ms cached 3,968/4,102 tok  decision 3f9a…` (the log
-    handler puts the time in front)."""
+    handler puts the time in front); a refusal after the decision has the refused shape
+    (`refused_line`)."""
+    if record.reason is not None:
+        refused = _refused(
+            record.route, record.status, record.e2e_s, record.error, record.key_id, record.reason
+        )
+        return f"{refused}  decision {record.decision.decision.id}"
     parts = [
         f"{record.route} -> {record.backend or '(none)'}",
         str(record.status),
@@ -77,6 +105,40 @@ def concise_line(record: RequestRecord) -> str:
     if record.error is not None:
         parts.append(f"error {record.error}")
     return f"{' '.join(parts)}  decision {record.decision.decision.id}"
+
+
+def refused_line(refusal: Refusal) -> str:
+    """`default -> (refused) 429 1ms error rate_limit_exceeded  key key_ab12  reason: …`;
+    `(no route)` when the request named none that exists, no `key` when none was valid."""
+    return _refused(
+        refusal.route,
+        refusal.status,
+        refusal.e2e_s,
+        refusal.code,
+        refusal.key_id,
+        refusal.reason,
+    )
+
+
+def suppressed_line(summary: Suppressed) -> str:
+    """`(refused) 429 rate_limit_exceeded: 940 similar lines suppressed over 60s`."""
+    return (
+        f"(refused) {summary.status} {summary.code}: {summary.lines:,} similar "
+        f"{'line' if summary.lines == 1 else 'lines'} suppressed over {round(summary.over_s)}s"
+    )
+
+
+def _refused(
+    route: str | None,
+    status: int,
+    e2e_s: float,
+    code: str | None,
+    key_id: str | None,
+    reason: str,
+) -> str:
+    head = f"{route or '(no route)'} -> (refused) {status} {round(e2e_s * 1000.0)}ms error {code}"
+    key = f"  key {key_id}" if key_id else ""
+    return f"{head}{key}  reason: {reason}"
 
 
 def _tokens(record: RequestRecord) -> str:
@@ -104,4 +166,34 @@ def json_line(record: RequestRecord) -> str:
     }
     if record.chunks is not None:
         line["chunks"] = record.chunks
+    if record.reason is not None:
+        line["reason"] = record.reason
+    return orjson.dumps(line).decode()
+
+
+def refused_json(refusal: Refusal) -> str:
+    """A refusal as `json_line` writes a record, with its reason and no decision (none
+    was made)."""
+    line = {
+        "event": "refused",
+        "endpoint": refusal.endpoint,
+        "status": refusal.status,
+        "route": refusal.route,
+        "duration_ms": round(refusal.e2e_s * 1000.0, 3),
+        "error": refusal.code,
+        "key_id": refusal.key_id,
+        "team": refusal.team,
+        "reason": refusal.reason,
+    }
+    return orjson.dumps(line).decode()
+
+
+def suppressed_json(summary: Suppressed) -> str:
+    line = {
+        "event": "suppressed",
+        "status": summary.status,
+        "error": summary.code,
+        "lines": summary.lines,
+        "over_s": round(summary.over_s, 3),
+    }
     return orjson.dumps(line).decode()

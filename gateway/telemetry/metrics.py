@@ -254,8 +254,10 @@ class GatewayMetrics:
         )
         self.rejected = Counter(
             "switchyard_rejected_requests",
-            "Requests refused before routing (bad key, body, JSON or model), by error code.",
-            ("code",),
+            "Requests the gateway refused itself before routing (bad key, body, JSON or "
+            "model; a rate limit or budget; draining), by HTTP status and error code. Flow "
+            "control's refusals are records: switchyard_request_errors.",
+            ("status", "code"),
             registry=r,
         )
         self.dropped = Counter(

@@ -5,10 +5,11 @@ only for the first record after a drain: a Condition.notify per request cost mor
 rest of the logging). Woken, the thread lets a batch gather, up to `_GATHER_S` or until
 `_BATCH_READY` records wait, whichever comes first, then gives each record to every sink:
 the access log, Prometheus, the dashboard's series, the store; an idle gateway's thread
-sleeps. When the queue is full the record is dropped and counted, never waited for; a sink
-that fails is logged and the others still run. Sinks that batch (the access log's writes,
-Prometheus's counts) are flushed after each batch of at most `_MAX_BATCH` records, before
-the batch counts as consumed.
+sleeps. The refusals their buckets let through (`refusals.py`) take the same queue to the
+sinks that take them (`RefusalSink`). When the queue is full the record is dropped and
+counted, never waited for; a sink that fails is logged and the others still run. Sinks
+that batch (the access log's writes, Prometheus's counts) are flushed after each batch of
+at most `_MAX_BATCH` records, before the batch counts as consumed.
 """
 
 from __future__ import annotations
@@ -19,10 +20,14 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from gateway.telemetry.record import RequestRecord
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from gateway.telemetry.record import RequestRecord
+    from gateway.telemetry.refusals import RefusalItem
+
+    Item = RequestRecord | RefusalItem
 
 logger = logging.getLogger("switchyard.telemetry")
 
@@ -56,12 +61,23 @@ class BatchingSink(Sink, Protocol):
         ...
 
 
+@runtime_checkable
+class RefusalSink(Protocol):
+    name: str
+
+    def refused(self, item: RefusalItem) -> None:
+        """Runs on the telemetry thread: a refusal a bucket let through, or a summary of
+        the lines one held back."""
+        ...
+
+
 class TelemetryPipe:
     def __init__(self, max_queued: int, sinks: Sequence[Sink] = ()) -> None:
         self._max_queued = max_queued
-        self._queue: deque[RequestRecord] = deque()
+        self._queue: deque[Item] = deque()
         self._sinks: list[Sink] = []
         self._batching: list[BatchingSink] = []
+        self._refusal_sinks: list[RefusalSink] = []
         self._stop = threading.Event()
         self._work = threading.Event()
         """Set by the first record after a drain."""
@@ -77,16 +93,19 @@ class TelemetryPipe:
             self.add_sink(sink)
 
     def add_sink(self, sink: Sink) -> None:
+        """A sink of records; of refusals too when it is a `RefusalSink`."""
         self._sinks.append(sink)
         if isinstance(sink, BatchingSink):
             self._batching.append(sink)
+        if isinstance(sink, RefusalSink):
+            self._refusal_sinks.append(sink)
 
     def start(self) -> None:
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="switchyard-telemetry", daemon=True)
         self._thread.start()
 
-    def emit(self, record: RequestRecord) -> None:
+    def emit(self, record: Item) -> None:
         if len(self._queue) >= self._max_queued:
             self.dropped += 1
             return
@@ -122,7 +141,10 @@ class TelemetryPipe:
                     logger.exception("telemetry sink %s failed to flush", sink.name)
             self.consumed += batch
 
-    def _hand_over(self, record: RequestRecord) -> None:
+    def _hand_over(self, record: Item) -> None:
+        if not isinstance(record, RequestRecord):
+            self._hand_over_refusal(record)
+            return
         for sink in self._sinks:
             try:
                 sink.consume(record)
@@ -136,7 +158,15 @@ class TelemetryPipe:
         except Exception:  # like a sink: the thread must outlive one bad record
             logger.exception("decision %s could not be compacted", record.decision.decision.id)
 
-    def _failed(self, sink: Sink) -> None:
+    def _hand_over_refusal(self, item: RefusalItem) -> None:
+        for sink in self._refusal_sinks:
+            try:
+                sink.refused(item)
+            except Exception:  # as in `_hand_over`
+                self._failed(sink)
+                logger.exception("telemetry sink %s failed on a refusal", sink.name)
+
+    def _failed(self, sink: Sink | RefusalSink) -> None:
         self.failures[sink.name] = self.failures.get(sink.name, 0) + 1
 
     def _run(self) -> None:

@@ -52,6 +52,12 @@ class RequestRecord:
     """The parsed request, kept only when the store keeps prompts."""
     team: str | None = None
     """The virtual key's team, when it has one."""
+    reason: str | None = None
+    """Set only when the gateway refused the request itself after deciding (flow
+    control's 429s, a route cooling down): the error message the client got, cut
+    (`gateway.telemetry.refusals`)."""
+    logged: bool = True
+    """False when the refusals' bucket held its access-log line back."""
     _deciding: DecidingPolicy | None = None
     _priced: tuple[Prices, float] | None = None
     """The last `cost_usd`: every sink prices the record, mostly at the same prices."""

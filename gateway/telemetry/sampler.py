@@ -1,5 +1,6 @@
-"""Once a second: gauges from live state, ejections, and quality changes, scores and probe
-results handed to the store. Runs on the event loop, off the request path."""
+"""Once a second: gauges from live state, ejections, refusals' counts and summaries, and
+quality changes, scores and probe results handed to the store. Runs on the event loop, off
+the request path."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from gateway.quality.probes.prober import Prober
     from gateway.telemetry.metrics import GatewayMetrics
     from gateway.telemetry.pipe import TelemetryPipe
+    from gateway.telemetry.refusals import Refusals
     from gateway.telemetry.store_sink import RowWriter
 
 logger = logging.getLogger("switchyard.telemetry")
@@ -41,7 +43,7 @@ class Sampler:
         pipe: TelemetryPipe | None = None,
         store_up: Callable[[], bool] | None = None,
         redis_up: Callable[[], Mapping[str, bool]] | None = None,
-        rejections: Mapping[str, int] | None = None,
+        refusals: Refusals | None = None,
         queue_depths: Callable[[], Mapping[tuple[str, str], int]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
@@ -56,7 +58,7 @@ class Sampler:
         self._pipe = pipe
         self._store_up = store_up
         self._redis_up = redis_up
-        self._rejections = rejections if rejections is not None else {}
+        self._refusals = refusals
         self._queue_depths = queue_depths
         self._clock = clock
         self._wall = wall
@@ -81,6 +83,8 @@ class Sampler:
     def tick(self) -> None:
         self._sample_backends()
         self._sample_telemetry()
+        if self._refusals is not None:
+            self._refusals.summarise()
         if self._book is not None:
             self._quality_changes(self._book)
             self._sample_quality(self._book)
@@ -112,10 +116,11 @@ class Sampler:
         if self._redis_up is not None:
             for use, up in self._redis_up().items():
                 self._metrics.redis_up.labels(use).set(1.0 if up else 0.0)
-        for code, count in list(self._rejections.items()):
-            new = self._seen.new(f"rejected {code}", count)
-            if new:
-                self._metrics.rejected.labels(code).inc(new)
+        if self._refusals is not None:
+            for (status, code), count in list(self._refusals.counts.items()):
+                new = self._seen.new(f"refused {status} {code}", count)
+                if new:
+                    self._metrics.rejected.labels(str(status), code).inc(new)
         if self._queue_depths is not None:
             self._metrics.admission.sample(self._queue_depths())
 

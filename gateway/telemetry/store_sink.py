@@ -1,4 +1,9 @@
-"""Request records as rows for the store, built on the telemetry thread."""
+"""Request records as rows for the store, built on the telemetry thread.
+
+A refused request the refusals' record bucket let through (`Refusal.sampled`) is a row of
+the same table: no decision (`decision_id` empty), no backend, no tokens; its reason under
+`reasons["refused"]`, where a refusal after the decision (flow control's) keeps its own.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
+from gateway.telemetry.refusals import Refusal
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from gateway.telemetry.record import RequestRecord
+    from gateway.telemetry.refusals import RefusalItem
     from policies.prices import PriceLookup
 
 _PROMPT_FIELDS = ("messages", "prompt", "input", "tools")
@@ -40,6 +48,10 @@ class StoreSink:
 
     def consume(self, record: RequestRecord) -> None:
         self._writer.put("requests", self.row(record))
+
+    def refused(self, item: RefusalItem) -> None:
+        if isinstance(item, Refusal) and item.sampled:
+            self._writer.put("requests", refused_row(item))
 
     def row(self, record: RequestRecord) -> dict[str, Any]:
         decision = record.decision.decision
@@ -95,6 +107,44 @@ class StoreSink:
         return orjson.dumps({"truncated": True, "bytes": len(raw), "text": cut}).decode()
 
 
+def refused_row(refusal: Refusal) -> dict[str, Any]:
+    """A refusal as a `requests` row: the columns a record has, those of a decision,
+    an attempt and usage empty."""
+    e2e_ms = refusal.e2e_s * 1000.0
+    return {
+        "created_at": datetime.fromtimestamp(refusal.at, UTC),
+        "decision_id": "",
+        "key_id": refusal.key_id,
+        "team": refusal.team,
+        "route": refusal.route or "",
+        "model": "",
+        "endpoint": refusal.endpoint,
+        "stream": False,
+        "backend": None,
+        "status": refusal.status,
+        "error": refusal.code,
+        "attempts": 0,
+        "retries": 0,
+        "attempt_log": [],
+        "deciding_policy": "none",
+        "reasons": {"refused": refusal.reason},
+        "prompt_tokens": 0,
+        "cached_tokens": 0,
+        "predicted_cached_tokens": 0,
+        "completion_tokens": 0,
+        "ttft_ms": None,
+        "tpot_ms": None,
+        "e2e_ms": e2e_ms,
+        "overhead_ms": e2e_ms,
+        "decision_us": 0.0,
+        "cost_usd": 0.0,
+        "priority": None,
+        "admission": None,
+        "queue_ms": None,
+        "prompt": None,
+    }
+
+
 def _reasons(record: RequestRecord) -> dict[str, str]:
     """The chosen backend's reasons, one per policy, and the picker's."""
     decision = record.decision.decision
@@ -107,4 +157,6 @@ def _reasons(record: RequestRecord) -> dict[str, str]:
     held = record.decision.held
     if held is not None:
         out["flow-control"] = held.reason
+    if record.reason is not None:
+        out["refused"] = record.reason
     return out

@@ -17,6 +17,8 @@ from gateway.telemetry.access_log import AccessLog
 from gateway.telemetry.live_prices import LivePrices
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.pipe import TelemetryPipe
+from gateway.telemetry.recent_refusals import RecentRefusals
+from gateway.telemetry.refusals import Refusals
 from gateway.telemetry.sampler import Sampler
 from gateway.telemetry.series import DashboardSeries
 from gateway.telemetry.store_sink import StoreSink
@@ -30,7 +32,10 @@ if TYPE_CHECKING:
     from gateway.quality.book.quality_book import QualityBook
     from gateway.quality.probes.prober import Prober
     from gateway.store.writer import StoreWriter
+    from gateway.telemetry.record import ClientEndpoint
+    from gateway.tenancy.caller import Caller
     from policies.pipeline import Pipeline
+    from providers.errors import ApiError
 
 logger = logging.getLogger("switchyard.telemetry")
 
@@ -38,12 +43,14 @@ logger = logging.getLogger("switchyard.telemetry")
 @dataclass
 class Telemetry:
     pipe: TelemetryPipe
+    refusals: Refusals
+    """The gateway's own refusals: counted, and logged and kept within bounds (event loop
+    only)."""
     metrics: GatewayMetrics | None = None
     series: DashboardSeries | None = None
+    recent_refusals: RecentRefusals | None = None
+    """The dashboard's list of the last refusals of each code."""
     store: StoreWriter | None = None
-    rejections: dict[str, int] = field(default_factory=dict)
-    """Requests refused before routing (bad key, body, JSON, model), by error code. Codes
-    are the gateway's own, a small fixed set. Written on the event loop only."""
     prices: LivePrices = field(default_factory=lambda: LivePrices(NO_PRICES))
     """What the sinks charge records at; a reload swaps in its config's (`use`)."""
     redis_up: Callable[[], Mapping[str, bool]] | None = None
@@ -59,8 +66,27 @@ class Telemetry:
         """Read the gauges off `fleet` from now on (a reload's new generation)."""
         self.fleet = fleet
 
-    def rejected(self, code: str) -> None:
-        self.rejections[code] = self.rejections.get(code, 0) + 1
+    def refused(
+        self,
+        error: ApiError,
+        endpoint: ClientEndpoint,
+        started: float,
+        caller: Caller | None = None,
+        route: str | None = None,
+    ) -> None:
+        """The gateway refused a request itself, before routing it (`started`: its arrival,
+        `time.monotonic`): counted, and logged and kept as a record within
+        `telemetry.refused`'s bounds. Event loop only."""
+        self.refusals.refused(
+            error.status,
+            error.code or error.type,
+            error.message,
+            endpoint=endpoint,
+            started=started,
+            route=route,
+            key_id=caller.key_id if caller is not None else None,
+            team=caller.team if caller is not None else None,
+        )
 
     def store_status(self) -> dict[str, Any]:
         return self.store.status() if self.store is not None else {"enabled": False}
@@ -74,14 +100,19 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
     prices = LivePrices(price_book(config.backends))
     mode = config.telemetry.access_log
     pipe = TelemetryPipe(config.server.log_queue_size, [] if mode == "off" else [AccessLog(mode)])
-    telemetry = Telemetry(pipe, prices=prices)
+    url = resolve_url(config.store)
+    refused = config.telemetry.refused
+    keeps = url is not None or config.telemetry.dashboard
+    refusals = Refusals(refused, pipe.emit, logs=mode != "off", samples=keeps)
+    telemetry = Telemetry(pipe, refusals, prices=prices)
     if config.telemetry.prometheus:
         telemetry.metrics = GatewayMetrics(weights, prices, config.keys.max_team_labels)
         pipe.add_sink(telemetry.metrics)
     if config.telemetry.dashboard:
         telemetry.series = DashboardSeries(config.telemetry, prices, weights)
         pipe.add_sink(telemetry.series)
-    url = resolve_url(config.store)
+        telemetry.recent_refusals = RecentRefusals(refused.max_codes)
+        pipe.add_sink(telemetry.recent_refusals)
     if url is not None:
         from gateway.store.writer import StoreWriter
 
@@ -157,7 +188,7 @@ async def _start_parts(
         store=telemetry.store,
         snapshot_every_s=config.store.quality_snapshot_s,
         pipe=telemetry.pipe,
-        rejections=telemetry.rejections,
+        refusals=telemetry.refusals,
         redis_up=telemetry.redis_up,
         queue_depths=lambda: telemetry.queue_depths() if telemetry.queue_depths else {},
         store_up=_store_up(telemetry.store) if telemetry.store is not None else None,
@@ -204,6 +235,7 @@ def _store_up(store: StoreWriter) -> Callable[[], bool]:
 
 async def stop_telemetry(telemetry: Telemetry) -> None:
     await cancel_and_wait(telemetry._sampler)
+    telemetry.refusals.summarise(final=True)  # held-back lines are not forgotten
     # The thread hands its last records to the store before the store's final flush.
     await asyncio.to_thread(telemetry.pipe.stop)
     if telemetry.store is not None:

@@ -63,10 +63,19 @@ def dashboard_data(
         },
         "store": telemetry.store_status(),
         "telemetry": {"dropped": telemetry.pipe.dropped},
-        "rejected": dict(telemetry.rejections),
+        "rejected": _by_code(telemetry.refusals.counts),
+        "refused": recent.rows() if (recent := telemetry.recent_refusals) is not None else [],
         "fleet": snap["fleet"],
         "backends": backends,
     }
+
+
+def _by_code(counts: Mapping[tuple[int, str], int]) -> dict[str, int]:
+    """Refusals since start by error code (a code's statuses added up)."""
+    out: dict[str, int] = {}
+    for (_, code), count in counts.items():
+        out[code] = out.get(code, 0) + count
+    return out
 
 
 def _empty_panel(fleet: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,7 @@ async def test_a_client_gone_mid_body_is_counted_and_nothing_breaks(
         await writer.wait_closed()
 
         async def counted() -> bool:
-            return gw.gateway.telemetry.rejections.get("client_disconnected", 0) == 1
+            return gw.gateway.telemetry.refusals.counted("client_disconnected") == 1
 
         await eventually(counted, "the disconnect counted")
         ask = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}

@@ -6,14 +6,24 @@ from __future__ import annotations
 import io
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 import orjson
 import pytest
 
 from gateway.process.terminal import BatchedStreamHandler, SecondsFormatter
-from gateway.telemetry.access_log import AccessLog, concise_line, json_line
+from gateway.telemetry.access_log import (
+    AccessLog,
+    concise_line,
+    json_line,
+    refused_json,
+    refused_line,
+    suppressed_json,
+    suppressed_line,
+)
 from gateway.telemetry.record import RequestRecord
+from gateway.telemetry.refusals import Refusal, Suppressed
 from providers.usage import Usage
 from tests.conftest import StartEmulator, StartGateway, make_config
 from tests.gateway.telemetry.builders import record
@@ -151,3 +161,93 @@ def test_a_batch_is_written_in_order_one_line_per_request_each_at_its_finish_tim
         f"{at} {concise_line(one)}" for at, one in zip(clock, made, strict=True)
     ]
     assert sink.written == 3
+
+
+REFUSAL = Refusal(
+    at=7200.0,
+    status=429,
+    code="rate_limit_exceeded",
+    reason="Rate limit reached for requests per minute",
+    endpoint="chat.completions",
+    route="default",
+    key_id="key_ab12",
+    team=None,
+    e2e_s=0.0016,
+    logged=True,
+    sampled=False,
+)
+
+
+@pytest.mark.parametrize(
+    ("made", "expected"),
+    [
+        (
+            REFUSAL,
+            "default -> (refused) 429 2ms error rate_limit_exceeded  key key_ab12  "
+            "reason: Rate limit reached for requests per minute",
+        ),
+        (
+            replace(REFUSAL, status=401, code="invalid_api_key", route=None, key_id=None,
+                    reason="missing or invalid API key for this gateway"),
+            "(no route) -> (refused) 401 2ms error invalid_api_key  "
+            "reason: missing or invalid API key for this gateway",
+        ),
+    ],
+    ids=["known-route-and-key", "neither-known"],
+)  # fmt: skip
+def test_a_refused_line_says_route_status_code_key_and_reason(made: Refusal, expected: str) -> None:
+    assert refused_line(made) == expected
+
+
+def test_a_refusal_after_the_decision_has_the_refused_shape_and_its_decision() -> None:
+    made = record(backend=None, status=429, error="queue_full", e2e_s=0.08)
+    made.key_id, made.reason = "key_ab12", "refused by flow control: its queue is full"
+    assert concise_line(made) == (
+        "default -> (refused) 429 80ms error queue_full  key key_ab12  "
+        f"reason: refused by flow control: its queue is full  decision {DECISION}"
+    )
+    assert orjson.loads(json_line(made))["reason"] == made.reason
+
+
+def test_the_json_refusal_and_summary_lines() -> None:
+    assert orjson.loads(refused_json(REFUSAL)) == {
+        "event": "refused",
+        "endpoint": "chat.completions",
+        "status": 429,
+        "route": "default",
+        "duration_ms": 1.6,
+        "error": "rate_limit_exceeded",
+        "key_id": "key_ab12",
+        "team": None,
+        "reason": "Rate limit reached for requests per minute",
+    }
+    summary = Suppressed(7260.0, 429, "rate_limit_exceeded", 940, 59.6)
+    assert orjson.loads(suppressed_json(summary)) == {
+        "event": "suppressed",
+        "status": 429,
+        "error": "rate_limit_exceeded",
+        "lines": 940,
+        "over_s": 59.6,
+    }
+    assert suppressed_line(summary) == (
+        "(refused) 429 rate_limit_exceeded: 940 similar lines suppressed over 60s"
+    )
+
+
+@pytest.mark.parametrize("mode", ["line", "json"])
+def test_the_sink_writes_what_the_buckets_let_through(
+    mode: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    sink = AccessLog(mode)
+    held_back = record(backend=None, status=429, error="queue_full")
+    held_back.reason, held_back.logged = "queue full", False
+    summary = Suppressed(7260.0, 429, "rate_limit_exceeded", 2, 1.0)
+    with caplog.at_level(logging.INFO, logger="switchyard.access"):
+        sink.refused(REFUSAL)
+        sink.refused(replace(REFUSAL, logged=False, sampled=True))  # a record, no line
+        sink.consume(held_back)
+        sink.refused(summary)
+    render = (refused_line, suppressed_line) if mode == "line" else (refused_json, suppressed_json)
+    assert [r.getMessage() for r in caplog.records] == [render[0](REFUSAL), render[1](summary)]
+    assert [r.created for r in caplog.records] == [7200.0016, 7260.0]
+    assert sink.written == 2

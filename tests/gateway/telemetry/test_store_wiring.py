@@ -54,12 +54,15 @@ async def test_request_records_reach_sqlite(
         r = await gw.client.post("/v1/chat/completions", json={**CHAT, "stream": stream})
         assert r.status_code == 200
     await gw.client.post("/v1/chat/completions", json={**CHAT, "model": "nope"})  # 404
-    await drained(gw, 3)
+    await drained(gw, 4)
     store = gw.gateway.telemetry.store
     assert store is not None
     await store.flush_now()
-    got = sorted(await rows(url, "requests"), key=lambda r: r["id"])
+    stored = sorted(await rows(url, "requests"), key=lambda r: r["id"])
+    got = [r for r in stored if r["decision_id"]]
     assert [r["stream"] for r in got] == [False, True, False]
+    (refused,) = [r for r in stored if not r["decision_id"]]  # a sample of the refused
+    assert (refused["status"], refused["error"], refused["route"]) == (404, "model_not_found", "")
     first = got[0]
     assert first["backend"] == "a" and first["status"] == 200 and first["route"] == "default"
     assert first["completion_tokens"] == 3 and first["prompt_tokens"] > 0

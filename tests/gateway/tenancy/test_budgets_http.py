@@ -111,7 +111,7 @@ async def test_a_key_whose_day_budget_is_spent_gets_429_with_headers(
     assert row["spend"]["day"]["spent_usd"] == pytest.approx(3 * FEE_USD)
     metrics = (await gw.client.get("/metrics")).text
     assert 'switchyard_team_spend_usd_total{team="search"} 1.2' in metrics
-    assert gw.gateway.telemetry.rejections["budget_exceeded"] == 2
+    assert gw.gateway.telemetry.refusals.counted("budget_exceeded") == 2
 
 
 async def test_a_spent_route_falls_back_to_the_cheaper_route(

@@ -9,7 +9,10 @@ import { backendHref, badge, h, metric } from './dom.js';
 import {
   cacheChart, drawCharts, latencyChart, overheadChart, qualityChart, resetCharts, spendChart, successChart, trafficChart,
 } from './charts.js';
-import { backendsTable, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, reasonsCard, tiles, worstQuality } from './panels.js';
+import {
+  backendsTable, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, reasonsCard, refusedCard, tiles,
+  worstQuality,
+} from './panels.js';
 
 const DATA_URL = '/v1/switchyard/dashboard';
 const POLL_MS = 5000;
@@ -44,6 +47,7 @@ function fleetPage(data) {
     h('div', { class: 'grid two' },
       reasonsCard(fleet.reasons, 'the policy that set the chosen backend apart'),
       errorsCard(fleet.summary || {})),
+    refusedCard(data.rejected, data.refused),
   ];
 }
 

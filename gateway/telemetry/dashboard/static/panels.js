@@ -1,5 +1,5 @@
 // Dashboard panels built from the data API's answer: state words, headline tiles and the tables.
-import { fmtCompact, fmtCount, fmtDuration, fmtInt, fmtMs, fmtPct, fmtRate, fmtScore, fmtUsd, isNum } from './format.js';
+import { DASH, clock, fmtCompact, fmtCount, fmtDuration, fmtInt, fmtMs, fmtPct, fmtRate, fmtScore, fmtUsd, isNum } from './format.js';
 import { backendHref, badge, card, h, metric, numCell, shareBar, table } from './dom.js';
 
 const QUALITY_RANK = { unknown: 0, healthy: 1, suspect: 2, probation: 3, ejected: 4 };
@@ -113,6 +113,24 @@ export function errorsCard(sum) {
     h('div', { class: 'split' },
       table(['Status', ' Requests', ' Share'], classes, ''),
       table(['Error code', ' Requests', ' Share'], codes, 'No errors in this window.')));
+}
+
+// Requests the gateway refused itself (bad body, key, model, size; rate limits, budgets; flow
+// control's 429s): counts since start by code, and the last few of each code.
+export function refusedCard(counts, recent) {
+  const codes = Object.entries(counts || {}).sort((a, b) => b[1] - a[1]).map(([code, n]) => h('tr', { 'data-refused-code': code },
+    h('td', {}, h('code', {}, code)), h('td', { class: 'num' }, fmtInt(n))));
+  const rows = (recent || []).map((r) => h('tr', { 'data-refused': r.code },
+    h('td', {}, clock(r.at, true)),
+    h('td', {}, h('span', { class: `status s${String(r.status)[0]}` }, String(r.status))),
+    h('td', {}, h('code', {}, r.code)),
+    h('td', {}, r.route || DASH),
+    h('td', {}, r.key_id ? h('code', {}, r.key_id) : DASH),
+    h('td', { class: 'example' }, r.reason)));
+  return card('Refused by the gateway', 'answered before or instead of routing: counts since start, the last few of each code',
+    h('div', { class: 'split' },
+      table(['Error code', ' Refused'], codes, 'Nothing refused.'),
+      table(['Time', 'Status', 'Code', 'Route', 'Key', 'Reason'], rows, 'No refused request kept.')));
 }
 
 export function qualityCard(quality) {
