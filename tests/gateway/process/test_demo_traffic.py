@@ -31,7 +31,7 @@ async def test_demo_traffic_runs_where_clients_need_no_key(
     gw = await start_gateway(make_config({"a": engine.base_url}, demo=DEMO))
     assert demo_running()
     await eventually(lambda: served(gw), "the demo's requests are recorded")
-    assert gw.gateway.telemetry.rejections == {}
+    assert gw.gateway.telemetry.refusals.counts == {}
 
 
 @pytest.mark.parametrize("keys", ["static", "virtual"])
@@ -59,4 +59,4 @@ async def test_with_client_keys_the_demo_stays_off_and_nothing_is_refused(
         )
         assert answered.status_code == 200
     await drained(gw, 2)
-    assert gw.gateway.telemetry.rejections == {}
+    assert gw.gateway.telemetry.refusals.counts == {}
