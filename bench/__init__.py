@@ -3,7 +3,7 @@
 Each `switchyard bench NAME` with more than one module is a package here, its entry in
 `NAME/cli.py` (also `python -m bench.NAME`): replay/, matrix/, cpu/, decision/, overhead/,
 quality/, quality_real/, real_engines/, resilience/ (hold, soak, kill-backend,
-store-outage). At the top level: the harness they share (load.py, the load generator;
+store-outage, slow-clients). At the top level: the harness they share (load.py, the load generator;
 procs.py, servers as subprocesses; targets.py, the engines and gateways under test;
 tables.py) and the single-module tools (telemetry_cost.py is `switchyard bench telemetry`;
 ab_trees.py and footprint.py compare checkouts). workloads/ generates traces; studies/

@@ -40,11 +40,14 @@ class LoopbackServer:
         port: int = 0,
         lifespan: Literal["auto", "on", "off"] = "auto",
         keep_alive_s: int = 5,
+        http: type[asyncio.Protocol] | None = None,
     ) -> None:
         """`keep_alive_s`: how long idle client connections stay open (uvicorn's default 5 s
-        for engines; a gateway passes its `server.keep_alive_s`)."""
+        for engines; a gateway passes its `server.keep_alive_s`). `http`: the protocol
+        class connections are served by (None: uvicorn's choice)."""
         self.host = loopback_host(host)
         self._keep_alive_s = keep_alive_s
+        self._http = http
         self._app = app
         self._requested_port = port
         self._lifespan: Literal["auto", "on", "off"] = lifespan
@@ -76,6 +79,7 @@ class LoopbackServer:
             server_header=False,
             timeout_graceful_shutdown=_GRACEFUL_SHUTDOWN_S,
             timeout_keep_alive=self._keep_alive_s,
+            http=self._http or "auto",
         )
         self._server = _NestedUvicorn(config)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 EMBEDDED_CONFIG = "embedded.yaml"
 KEYS_HELP = "create, list, rotate and revoke virtual client keys"
 ENGINES_HELP = "start, stop and list real llama.cpp engines on this machine"
-RESILIENCE_BENCHES = ("hold", "soak", "kill-backend", "store-outage")
+RESILIENCE_BENCHES = ("hold", "soak", "kill-backend", "store-outage", "slow-clients")
 """Load and soak scenarios (bench/resilience/), one command each."""
 
 
@@ -88,6 +88,7 @@ def _reread(path: Path, mode: AccessLogMode | None) -> Config:
 def _uvicorn_options(
     args: argparse.Namespace, config: Config, host: str, port: int
 ) -> dict[str, Any]:
+    from gateway.http.server import client_options
     from gateway.process.runtime import CUT_GRACE_S
     from gateway.process.terminal import serve_logging_config
 
@@ -104,6 +105,8 @@ def _uvicorn_options(
         # connections left when a signal comes before the drain is set up.
         "timeout_graceful_shutdown": math.ceil(config.server.shutdown_drain_s + CUT_GRACE_S),
         "timeout_keep_alive": config.server.keep_alive_s,
+        # Read timeouts and a cap on connections: the bounded protocol, where it runs.
+        **client_options(config.server.clients),
     }
 
 
@@ -322,7 +325,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "round-robin, least-load and cache-aware on real llama.cpp replicas), cpu (CPU "
         "per request and per SSE chunk with the defaults on, and what each part costs), "
         "telemetry (what records, metrics and the store cost), "
-        "or hold, soak, kill-backend, store-outage (load and soak: docs/reliability.md)",
+        "or hold, soak, kill-backend, store-outage, slow-clients (load and soak: "
+        "docs/reliability.md)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
         "replay --help`.",
     )

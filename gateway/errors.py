@@ -3,7 +3,7 @@
 SwitchyardError (providers.errors.ApiError: 500 internal_error)
 ├── ClientError 400 (4xx: the request is wrong)
 │   ├── InvalidRequest 400, Unauthorized 401, Forbidden 403, NotFound 404,
-│   │   PayloadTooLarge 413
+│   │   RequestTimeout 408, PayloadTooLarge 413
 │   ├── PlacementUnsatisfiable 400
 │   ├── InvalidConfig 400 (a reload's new file does not validate)
 │   ├── RestartRequired 409, NotReloading 409 (a reload that cannot be done)
@@ -15,6 +15,7 @@ SwitchyardError (providers.errors.ApiError: 500 internal_error)
 ├── ReloadFailed 500 (a reload's new config would not start)
 ├── ShuttingDown 503 (draining: a new request refused, an open stream ended; retryable)
 ├── KeyStoreUnavailable 503 (the virtual keys' store cannot be read or written)
+├── TooManyConnections 503 (a process's cap on client connections; retryable)
 └── UpstreamError (providers/errors.py: the backend failed, with its own subclasses)
     └── NoBackendAvailable 503
 
@@ -69,6 +70,14 @@ class Forbidden(ClientError):
 class NotFound(ClientError):
     status = 404
     code = "model_not_found"
+
+
+class RequestTimeout(ClientError):
+    """The client did not send its request in time (`server.clients`): its head, or its
+    body's next bytes. Written by the HTTP server itself, then the connection closed."""
+
+    status = 408
+    code = "request_timeout"
 
 
 class PayloadTooLarge(ClientError):
@@ -195,6 +204,17 @@ class KeyStoreUnavailable(SwitchyardError):
     status = 503
     type = "service_unavailable"
     code = "key_store_unavailable"
+
+
+class TooManyConnections(SwitchyardError):
+    """The process holds `server.clients.max_connections` client connections already: a new
+    one is answered this and closed at once."""
+
+    status = 503
+    type = "service_unavailable"
+    code = "too_many_connections"
+    retryable = True
+    retry_after_s = 1.0
 
 
 class NoBackendAvailable(UpstreamError):

@@ -16,6 +16,7 @@ from emulator.server import EmulatorServer
 from emulator.settings import EmulatorSettings
 from gateway.config.root import Config, parse_config
 from gateway.http.app import create_app
+from gateway.http.server import client_options
 from gateway.process.service import Gateway
 
 # A developer's (or CI's) SWITCHYARD_DATABASE_URL must not send every test gateway's records
@@ -63,7 +64,12 @@ async def start_gateway() -> AsyncIterator[StartGateway]:
     async def start(config: dict[str, Any]) -> RunningGateway:
         parsed = parse_config(config)
         app = create_app(parsed)
-        server = LoopbackServer(app, lifespan="on", keep_alive_s=parsed.server.keep_alive_s)
+        server = LoopbackServer(
+            app,
+            lifespan="on",
+            keep_alive_s=parsed.server.keep_alive_s,
+            http=served_protocol(parsed),
+        )
         await server.start()
         gw = RunningGateway(server, app.state.gateway)
         running.append(gw)
@@ -72,6 +78,12 @@ async def start_gateway() -> AsyncIterator[StartGateway]:
     yield start
     for gw in running:
         await gw.close()
+
+
+def served_protocol(config: Config) -> type[asyncio.Protocol] | None:
+    """The protocol `switchyard serve` serves connections with (the bounded one)."""
+    protocol = client_options(config.server.clients).get("http")
+    return protocol if isinstance(protocol, type) else None
 
 
 def make_config(

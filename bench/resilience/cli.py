@@ -1,5 +1,5 @@
-"""`switchyard bench hold | soak | kill-backend | store-outage [--flags]`: run one scenario,
-print its figures and write them to bench/results/<name>.json and .txt."""
+"""`switchyard bench hold | soak | kill-backend | store-outage | slow-clients [--flags]`: run
+one scenario, print its figures and write them to bench/results/<name>.json and .txt."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from types import FrameType
 from typing import Any
 
 from bench.procs import StartError
-from bench.resilience import hold, kill_backend, soak, store_outage
+from bench.resilience import hold, kill_backend, slow_clients, soak, store_outage
 from bench.resilience.report import render
 from bench.targets import BENCH_DIR
 
@@ -34,6 +34,12 @@ SCENARIOS: dict[str, Scenario] = {
     "soak": Scenario(soak.SoakParams, soak.run, soak.passed, soak.__doc__ or ""),
     "kill-backend": Scenario(
         kill_backend.KillParams, kill_backend.run, kill_backend.passed, kill_backend.__doc__ or ""
+    ),
+    "slow-clients": Scenario(
+        slow_clients.SlowParams,
+        slow_clients.run,
+        slow_clients.passed,
+        slow_clients.__doc__ or "",
     ),
     "store-outage": Scenario(
         store_outage.OutageParams,

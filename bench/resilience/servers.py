@@ -42,6 +42,7 @@ class GatewaySpec:
     redis_url: str | None = None
     store: dict[str, Any] = field(default_factory=dict)  # extra `store:` keys
     health: dict[str, Any] = field(default_factory=dict)  # extra `health:` keys
+    server: dict[str, Any] = field(default_factory=dict)  # extra `server:` keys
 
 
 @dataclass
@@ -66,7 +67,7 @@ def raise_fd_limit(wanted: int) -> int:
 
 def gateway_config(port: int, engines: dict[str, int], spec: GatewaySpec) -> dict[str, Any]:
     config: dict[str, Any] = {
-        "server": {"host": "127.0.0.1", "port": port},
+        "server": {"host": "127.0.0.1", "port": port, **spec.server},
         "health": spec.health,
         "backends": [
             {

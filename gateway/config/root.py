@@ -11,6 +11,7 @@ from pydantic import Field, TypeAdapter, ValidationError, model_validator
 from gateway.admission.config import FlowControlConfig
 from gateway.config.backends import BackendConfig
 from gateway.config.bounds import BoundsConfig
+from gateway.config.clients import ClientsConfig
 from gateway.config.demo import DemoConfig
 from gateway.config.redis import RedisNamespace, RedisSettings, RedisUrl
 from gateway.config.routes import RouteConfig as RouteConfig  # re-exported: the YAML schema
@@ -62,6 +63,11 @@ class ServerConfig(StrictConfig):
         description="Idle client connections are kept open this long. Longer than clients "
         "keep idle pooled connections (OpenAI SDK and httpx: 5 s, aiohttp: 15 s), so that "
         "a client never reuses one the gateway is closing (a reset request).",
+    )
+    clients: ClientsConfig = Field(
+        ClientsConfig(),
+        description="How long a client may take to send its request; how many connections "
+        "a process keeps open.",
     )
     log_queue_size: int = Field(10_000, ge=1)
     api_keys_env: str | None = Field(

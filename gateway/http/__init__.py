@@ -1,4 +1,5 @@
-"""The HTTP edge: ASGI app, API handlers, the proxy path, SSE relay, wire parsing, responses.
+"""The HTTP edge: the server and its bounded protocol (client bounds), ASGI app, API
+handlers, the proxy path, SSE relay, wire parsing, responses.
 
 Owns everything that speaks HTTP to clients and maps the gateway's and providers' error
 trees to OpenAI-shaped responses (and, for Anthropic's `/v1/messages`, to Anthropic's:

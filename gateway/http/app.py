@@ -21,6 +21,7 @@ from gateway.errors import ClientError, ShuttingDown, SwitchyardError
 from gateway.http.admin.keys import router as admin_router
 from gateway.http.admin.reload import router as reload_router
 from gateway.http.api import router
+from gateway.http.client_guard import GUARD_STATE_KEY, ClientGuard
 from gateway.http.dashboard import router as dashboard_router
 from gateway.http.ingress import PROXY_PATHS, ProxyPath
 from gateway.http.proxy import serve_proxy
@@ -108,9 +109,10 @@ def create_app(
     SIGTERM/SIGINT (a served process only, never a test's event loop)."""
 
     @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
         async with AsyncExitStack() as stack:
             gateway = await start_gateway(config)
+            guard = ClientGuard(config.server.clients, gateway.telemetry.connections)
             runtime = Runtime(
                 gateway, load=reload_from, on_swap=lambda new: setattr(app.state, "gateway", new)
             )
@@ -128,7 +130,9 @@ def create_app(
 
                 routes = [route.name for route in config.routes]
                 start_task(stack, run_demo(entry, config.demo, routes), name="demo-traffic")
-            yield
+            # The lifespan state reaches uvicorn's every connection: the bounded protocol
+            # (gateway.http.bounded_protocol) finds the client bounds there.
+            yield {GUARD_STATE_KEY: guard}
 
     app = FastAPI(
         title="Switchyard",

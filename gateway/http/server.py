@@ -10,7 +10,8 @@ ticks once a second, on the beat the gateway's other one-second loops keep
 woken at once when `should_exit` is set, so stopping is as quick as before.
 
 `serve` runs one process on it; `--workers` N keeps uvicorn's own server in each worker
-(its supervisor builds them).
+(its supervisor builds them). Either way connections are served by the bounded httptools
+protocol (`gateway.http.bounded_protocol`, `client_options`).
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ import importlib.util
 import inspect
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
 from gateway.process.tasks import beat_delay
+
+if TYPE_CHECKING:
+    from gateway.config.clients import ClientsConfig
 
 TICK_S = 1.0
 """Between two of uvicorn's ticks (the date header, the request limit, the exit check)."""
@@ -95,6 +100,7 @@ def run(app: object, options: dict[str, object]) -> None:
     """`uvicorn.run(app, **options)` for one process, on `QuietServer`."""
     config = uvicorn.Config(app, **options)  # type: ignore[arg-type]
     warn_unless_spliced(config)
+    warn_unless_bounded(config)
     server = QuietServer(config) if quiet_supported() else uvicorn.Server(config)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()
@@ -109,6 +115,7 @@ def warn_unless_spliced(config: uvicorn.Config) -> None:
 
     http = config.http if isinstance(config.http, str) else "custom"
     httptools = http == "httptools" or (http == "auto" and _httptools_installed())
+    httptools = httptools or _bounded(config.http)
     if not (httptools and splice_supported()):
         logger.warning(
             "streams are relayed through ASGI, not spliced (http=%s, uvicorn %s): "
@@ -116,6 +123,40 @@ def warn_unless_spliced(config: uvicorn.Config) -> None:
             http,
             uvicorn.__version__,
         )
+
+
+def client_options(clients: ClientsConfig) -> dict[str, object]:
+    """uvicorn options that apply `server.clients`: the bounded httptools protocol; where
+    it cannot run (no httptools, a uvicorn whose internals moved), uvicorn's own protocol
+    with `limit_concurrency` at `max_connections`, which at least caps what a process
+    takes on (it refuses requests, with 503, not connections), and no read timeouts."""
+    if _httptools_installed():
+        from gateway.http.bounded_protocol import BoundedHttpToolsProtocol, bounded_supported
+
+        if bounded_supported():
+            return {"http": BoundedHttpToolsProtocol}
+    return {"limit_concurrency": clients.max_connections}
+
+
+def warn_unless_bounded(config: uvicorn.Config) -> None:
+    """Say once, at start-up, when `client_options` had to fall back."""
+    if not _bounded(config.http):
+        logger.warning(
+            "client connections are not bounded in time (http=%s, uvicorn %s): a client "
+            "that sends its request slowly keeps its connection; "
+            "server.clients.max_connections caps requests, not connections",
+            config.http if isinstance(config.http, str) else "custom",
+            uvicorn.__version__,
+        )
+
+
+def _bounded(http: object) -> bool:
+    """Whether uvicorn's `http` option is the bounded httptools protocol (or its kin)."""
+    if not isinstance(http, type) or not _httptools_installed():
+        return False
+    from gateway.http.bounded_protocol import BoundedHttpToolsProtocol
+
+    return issubclass(http, BoundedHttpToolsProtocol)
 
 
 def _httptools_installed() -> bool:

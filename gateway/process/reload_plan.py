@@ -24,6 +24,7 @@ RESTART_ONLY_SERVER_KEYS = (
     "host",
     "port",
     "keep_alive_s",
+    "clients",
     "decision_ring_size",
     "log_queue_size",
     "api_keys_env",
@@ -33,9 +34,10 @@ RESTART_ONLY_SERVER_KEYS = (
     "gc_gen0_threshold",
     "gc_freeze",
 )
-"""`server` keys a running process cannot apply: the socket is bound, keys were read from the
-environment, the ring and the log queue are sized, the collector was tuned at start.
-`max_body_bytes` and `shutdown_drain_s` reload."""
+"""`server` keys a running process cannot apply: the socket is bound, the HTTP server holds
+the client connections' bounds, keys were read from the environment, the ring and the log
+queue are sized, the collector was tuned at start. `max_body_bytes` and `shutdown_drain_s`
+reload."""
 
 
 class _Named(Protocol):

@@ -23,7 +23,7 @@ from uvicorn.supervisors.multiprocess import Multiprocess
 
 from gateway.config.root import Config, load_config
 from gateway.http.app import SwitchyardApp, create_app
-from gateway.http.server import warn_unless_spliced
+from gateway.http.server import warn_unless_bounded, warn_unless_spliced
 from gateway.store.config import resolve_url
 from gateway.telemetry.metrics import MULTIPROC_ENV
 
@@ -100,6 +100,7 @@ def serve_workers(workers: int, options: dict[str, Any]) -> None:
         **options,
     )
     warn_unless_spliced(config)
+    warn_unless_bounded(config)
     sock = config.bind_socket()
     try:
         _ReloadingSupervisor(config, sockets=[sock]).run()

@@ -28,6 +28,7 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from gateway.telemetry.admission_metrics import AdmissionMetrics
+from gateway.telemetry.client_metrics import ClientMetrics
 from gateway.telemetry.labelled import Labelled, Tally
 from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
@@ -116,6 +117,7 @@ class GatewayMetrics:
         self._retries = Labelled(self.retries)
         self._counts = Tally()
         self.admission = AdmissionMetrics(self.registry)
+        self.clients = ClientMetrics(self.registry)
 
     def _define_requests(self) -> None:
         """What happened to requests: counts, errors and latencies."""

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from gateway.fleet.state import FleetState
     from gateway.quality.book.quality_book import QualityBook
     from gateway.quality.probes.prober import Prober
+    from gateway.telemetry.client_metrics import ConnectionTally
     from gateway.telemetry.metrics import GatewayMetrics
     from gateway.telemetry.pipe import TelemetryPipe
     from gateway.telemetry.refusals import Refusals
@@ -45,6 +46,7 @@ class Sampler:
         redis_up: Callable[[], Mapping[str, bool]] | None = None,
         refusals: Refusals | None = None,
         queue_depths: Callable[[], Mapping[tuple[str, str], int]] | None = None,
+        connections: ConnectionTally | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
     ) -> None:
@@ -60,6 +62,7 @@ class Sampler:
         self._redis_up = redis_up
         self._refusals = refusals
         self._queue_depths = queue_depths
+        self._connections = connections
         self._clock = clock
         self._wall = wall
         self._seen = _Increments()
@@ -123,6 +126,15 @@ class Sampler:
                     self._metrics.rejected.labels(str(status), code).inc(new)
         if self._queue_depths is not None:
             self._metrics.admission.sample(self._queue_depths())
+        if self._connections is not None:
+            self._sample_connections(self._metrics, self._connections)
+
+    def _sample_connections(self, metrics: GatewayMetrics, tally: ConnectionTally) -> None:
+        metrics.clients.open.set(tally.open)
+        for bound, count in list(tally.closed.items()):
+            new = self._seen.new(f"client connections {bound}", count)
+            if new:
+                metrics.clients.closed.labels(bound).inc(new)
 
     def _quality_changes(self, book: QualityBook) -> None:
         new = self._seen.new("quality changes", book.change_count)

@@ -14,6 +14,7 @@ from gateway.config.backends import price_book
 from gateway.process.tasks import cancel_and_wait
 from gateway.store.config import resolve_url
 from gateway.telemetry.access_log import AccessLog
+from gateway.telemetry.client_metrics import ConnectionTally
 from gateway.telemetry.live_prices import LivePrices
 from gateway.telemetry.metrics import GatewayMetrics
 from gateway.telemetry.pipe import TelemetryPipe
@@ -51,6 +52,9 @@ class Telemetry:
     recent_refusals: RecentRefusals | None = None
     """The dashboard's list of the last refusals of each code."""
     store: StoreWriter | None = None
+    connections: ConnectionTally = field(default_factory=ConnectionTally)
+    """Client connections open, and ended by a bound: the HTTP server writes them (on the
+    event loop), the sampler exports them."""
     prices: LivePrices = field(default_factory=lambda: LivePrices(NO_PRICES))
     """What the sinks charge records at; a reload swaps in its config's (`use`)."""
     redis_up: Callable[[], Mapping[str, bool]] | None = None
@@ -189,6 +193,7 @@ async def _start_parts(
         snapshot_every_s=config.store.quality_snapshot_s,
         pipe=telemetry.pipe,
         refusals=telemetry.refusals,
+        connections=telemetry.connections,
         redis_up=telemetry.redis_up,
         queue_depths=lambda: telemetry.queue_depths() if telemetry.queue_depths else {},
         store_up=_store_up(telemetry.store) if telemetry.store is not None else None,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.procs import StartError
-from bench.resilience import hold, kill_backend, soak, store_outage
+from bench.resilience import hold, kill_backend, slow_clients, soak, store_outage
 from bench.resilience.stores import pg_bin
 
 
@@ -56,6 +56,17 @@ def test_requests_not_yet_streaming_survive_a_killed_backend(tmp_path: Path) -> 
     assert cut["silent_cut"] == 0  # an explicit error event, never a silent truncation
     assert cut["error_event"] == classes["streaming_on_killed_engine"]["failed"]
     assert classes["streaming_on_other_engines"]["failed"] == 0
+
+
+@pytest.mark.timeout(180)
+def test_slow_clients_are_ended_with_408_while_a_normal_client_is_served(tmp_path: Path) -> None:
+    params = slow_clients.SlowParams(
+        slow_clients=30, dribble_every_s=0.5, header_timeout_s=3.0, requests=20
+    )
+    result = slow_clients.run(params, tmp_path)
+    assert result["all"]["failed"] == 0, result["all"]["error_examples"]
+    assert result["slow_answered_408"] == 30
+    assert result["latency_ratio_flooded_to_alone"] > 0  # measured, not bounded here
 
 
 @pytest.mark.timeout(300)

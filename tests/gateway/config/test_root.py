@@ -92,6 +92,14 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         ["server.max_body_bytes: Input should be greater than or equal to 1024"],
     ),
     (
+        "server-clients",
+        lambda c: c.update(server={"clients": {"header_timeout_s": 0, "max_connections": 0}}),
+        [
+            "server.clients.header_timeout_s: Input should be greater than 0",
+            "server.clients.max_connections: Input should be greater than or equal to 1",
+        ],
+    ),
+    (
         "timeouts",
         lambda c: c.update(timeouts={"total_s": -1}),
         ["timeouts.total_s: Input should be greater than 0"],

@@ -1,4 +1,5 @@
-"""`switchyard serve`'s server: uvicorn ticking once a second, stopped at once when asked."""
+"""`switchyard serve`'s server: uvicorn ticking once a second, stopped at once when asked;
+its connections served by the bounded protocol where the installed uvicorn allows."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pytest
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
+import gateway.http.bounded_protocol as bounded
 import gateway.http.relay.splice as splice
 import gateway.http.server as server_module
 from emulator.loopback import bind_loopback, wait_until_started
+from gateway.config.clients import ClientsConfig
 from gateway.http.server import QuietServer
 
 
@@ -120,3 +123,53 @@ def test_serve_says_once_at_start_when_streams_are_not_spliced(
     with caplog.at_level(logging.WARNING, logger="switchyard"):
         server_module.warn_unless_spliced(uvicorn.Config(app=None, http=http))
     assert ("not spliced" in caplog.text) is warned
+
+
+def test_the_installed_uvicorn_has_what_the_bounded_protocol_uses() -> None:
+    assert bounded.bounded_supported()  # else `serve` would not bound slow clients
+
+
+@pytest.mark.parametrize(
+    ("cls", "missing"),
+    [("RequestResponseCycle", name) for name in bounded.CYCLE_ATTRIBUTES]
+    + [("HttpToolsProtocol", name) for name in bounded.PROTOCOL_ATTRIBUTES],
+)
+def test_a_uvicorn_without_what_the_bounded_protocol_uses_turns_it_off(
+    cls: str, missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wanted = (
+        bounded.CYCLE_ATTRIBUTES if cls == "RequestResponseCycle" else bounded.PROTOCOL_ATTRIBUTES
+    )
+    assigned = [name for name in wanted if name != missing]
+    source = "def __init__(self, app_state):\n" + "".join(
+        f"    self.{n} = None\n" for n in assigned
+    )
+    namespace: dict[str, object] = {}
+    exec(source, namespace)  # a class as a uvicorn whose internals moved would have
+    hooks = {hook: lambda self: None for hook in bounded.HOOKS}
+    moved = type(cls, (), {"__init__": namespace["__init__"], **hooks})
+    monkeypatch.setattr(bounded, cls, moved)
+    assert not bounded.bounded_supported()
+
+
+def test_serve_bounds_clients_with_the_bounded_protocol_and_says_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    options = server_module.client_options(ClientsConfig())
+    assert options == {"http": bounded.BoundedHttpToolsProtocol}
+    with caplog.at_level(logging.WARNING, logger="switchyard"):
+        config = uvicorn.Config(app=None, **options)  # type: ignore[arg-type]
+        server_module.warn_unless_spliced(config)  # still httptools: streams are spliced
+        server_module.warn_unless_bounded(config)
+    assert not caplog.records
+
+
+def test_without_the_bounded_protocol_serve_caps_requests_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(bounded, "bounded_supported", lambda: False)
+    options = server_module.client_options(ClientsConfig(max_connections=77))
+    assert options == {"limit_concurrency": 77}
+    with caplog.at_level(logging.WARNING, logger="switchyard"):
+        server_module.warn_unless_bounded(uvicorn.Config(app=None, **options))  # type: ignore[arg-type]
+    assert "client connections are not bounded in time" in caplog.text
