@@ -110,7 +110,7 @@ class FlowControlConfig(StrictConfig):
         "to another backend with room.",
     )
     fallback_patience: float = Field(
-        1.0,
+        0.25,
         gt=0,
         le=1,
         description="With a TTFT target and a fallback route: the share of the time a held "
