@@ -128,7 +128,8 @@ def test_flow_control_targets_replay_with_classes(tmp_path: Path) -> None:
     trace = agent_trace(tmp_path / "t.jsonl")
     out = tmp_path / "report.json"
     argv = [
-        "--trace", str(trace), "--policies", "cache-aware-deadline,cache-aware-fc",
+        "--trace", str(trace), "--policies",
+        "cache-aware-deadline,cache-aware-fc,cache-aware-classes",
         "--fleet-size", "2", "--time-scale", str(TIME_SCALE), "--json", str(out),
         "--prefill-tokens-per-s", "50000", "--no-progress", "--classes",
     ]  # fmt: skip
@@ -143,6 +144,7 @@ def test_flow_control_targets_replay_with_classes(tmp_path: Path) -> None:
         admitted = sum(sum(group["admission"].values()) for group in groups)
         assert admitted + sum(group["shed"] for group in groups) == 10
         assert row["errors"] == sum(group["shed"] for group in groups)
-    words = {word for group in rows["cache-aware-fc"]["by_class"].values()
-             for word in group["admission"]}  # fmt: skip
-    assert words <= {"immediate", "queued"}
+    for holding in ("cache-aware-fc", "cache-aware-classes"):
+        words = {word for group in rows[holding]["by_class"].values()
+                 for word in group["admission"]}  # fmt: skip
+        assert words <= {"immediate", "queued"}
