@@ -42,6 +42,7 @@ def _load(path: str | None) -> Config:
 def _serve(args: argparse.Namespace) -> int:
     from gateway.http.app import create_app
     from gateway.http.server import run as serve_one
+    from gateway.process.pid_file import pid_file
     from gateway.process.preflight import preflight
     from gateway.process.terminal import banner
     from gateway.process.workers import prepare_metrics_dir, prepare_workers, serve_workers
@@ -69,12 +70,13 @@ def _serve(args: argparse.Namespace) -> int:
     common = _uvicorn_options(args, config, host, port)
     cleanup = prepare_metrics_dir(args.workers)
     try:
-        if args.workers > 1:
-            prepare_workers(config, config_path)
-            serve_workers(args.workers, common)
-        else:
-            reload_from = functools.partial(_reread, config_path, args.access_log)
-            serve_one(create_app(config, reload_from=reload_from, signals=True), common)
+        with pid_file(Path(args.pid_file) if args.pid_file else None):
+            if args.workers > 1:
+                prepare_workers(config, config_path)
+                serve_workers(args.workers, common)
+            else:
+                reload_from = functools.partial(_reread, config_path, args.access_log)
+                serve_one(create_app(config, reload_from=reload_from, signals=True), common)
     finally:
         cleanup()
     return 0
@@ -283,6 +285,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         default=1,
         help="worker processes (default 1); each routes on its own state unless "
         "state.backend is redis; /metrics adds all workers up",
+    )
+    serve.add_argument(
+        "--pid-file",
+        help="write the pid that takes SIGHUP (reload) and SIGTERM (drain) here: "
+        "the parent with --workers; removed at exit",
     )
     serve.set_defaults(func=_serve)
 

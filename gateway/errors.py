@@ -13,6 +13,7 @@ SwitchyardError (providers.errors.ApiError: 500 internal_error)
 │   ├── RateLimited 429 (a key's or route's RPM / TPM)
 │   └── BudgetExhausted 429 (a key's or route's spend limit)
 ├── ReloadFailed 500 (a reload's new config would not start)
+│   └── ReloadIncomplete 500 (some workers took a reload, others did not)
 ├── ShuttingDown 503 (draining: a new request refused, an open stream ended; retryable)
 ├── KeyStoreUnavailable 503 (the virtual keys' store cannot be read or written)
 ├── TooManyConnections 503 (a process's cap on client connections; retryable)
@@ -184,9 +185,21 @@ class BudgetExhausted(ClientError):
 
 class ReloadFailed(SwitchyardError):
     """A reload's new config validated but a part of it would not start; nothing was
-    changed."""
+    changed. With several workers: no worker took it, and `workers` says why each refused."""
 
     code = "reload_failed"
+
+    def __init__(self, message: str, *, workers: dict[str, object] | None = None) -> None:
+        super().__init__(message)
+        self.workers = workers
+        """With several workers: `{"took": n, "refused": [{"pid", "code", "error"}, ...]}`."""
+
+
+class ReloadIncomplete(ReloadFailed):
+    """Some workers took a reload's new config and others did not (`workers` says which and
+    why): until a reload they all take, they serve different configs."""
+
+    code = "reload_incomplete"
 
 
 class ShuttingDown(SwitchyardError):

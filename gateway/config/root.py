@@ -324,6 +324,11 @@ def load_config(path: str | Path) -> Config:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(source, [f"(file): {exc.strerror}"]) from None
+    return parse_yaml(text, source)
+
+
+def parse_yaml(text: str, source: str) -> Config:
+    """A config file's text, validated (`source` names it in the problems)."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

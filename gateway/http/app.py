@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -31,6 +32,9 @@ from gateway.process.runtime import Runtime
 from gateway.process.service import start_gateway
 from gateway.process.signals import handle_signals
 from gateway.process.tasks import start_task
+
+if TYPE_CHECKING:
+    from gateway.process.worker_reloads import WorkerReloads
 
 logger = logging.getLogger("switchyard")
 
@@ -103,10 +107,12 @@ def create_app(
     *,
     reload_from: Callable[[], Config] | None = None,
     signals: bool = False,
+    workers: WorkerReloads | None = None,
 ) -> SwitchyardApp:
     """`reload_from`: reads and validates the config file again (SIGHUP, the admin API's
     reload); None: this app cannot reload. `signals`: handle SIGHUP and drain on
-    SIGTERM/SIGINT (a served process only, never a test's event loop)."""
+    SIGTERM/SIGINT (a served process only, never a test's event loop). `workers`: this app
+    is one of `serve --workers N`, whose reloads reach them all."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
@@ -119,12 +125,16 @@ def create_app(
             stack.push_async_callback(_stop_worker, runtime)
             app.state.gateway = gateway
             app.state.runtime = runtime
+            app.state.worker_reloads = workers
             if signals:
-                stack.enter_context(handle_signals(runtime, asyncio.get_running_loop()))
+                on_hup = workers.on_hup if workers is not None else None
+                stack.enter_context(handle_signals(runtime, asyncio.get_running_loop(), on_hup))
                 server = config.server
                 stack.enter_context(
                     tuned_collector(server.gc_gen0_threshold, freeze=server.gc_freeze)
                 )
+            if workers is not None:  # once SIGHUP is handled: counted in reloads from now
+                stack.enter_context(workers.registered())
             if config.demo_traffic_on:
                 from gateway.process.demo_traffic import run_demo  # and httpx: demo configs only
 

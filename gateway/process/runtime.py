@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gateway.config.root import Config
 from gateway.errors import (
@@ -37,12 +38,24 @@ from gateway.process.service import (
 
 logger = logging.getLogger("switchyard")
 
+T = TypeVar("T")
+
 CUT_GRACE_S = 5.0
 """After the drain deadline, how long the requests just ended get to send their last bytes."""
 
 
 _START_ERRORS = (OSError, RuntimeError, ValueError, TimeoutError)
 """What opening a provider (and starting an emulated engine) raises when it cannot."""
+
+
+async def read_config(load: Callable[[], T]) -> T:
+    """`load` (reading and validating a config file) off the event loop; InvalidConfig,
+    logged once, when the file does not validate."""
+    try:
+        return await asyncio.to_thread(load)
+    except ConfigError as exc:
+        logger.warning("config reload refused, the running config stays: %s", exc)
+        raise InvalidConfig(exc.source, exc.problems) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,32 +150,34 @@ class Runtime:
         del self._tickets[id(ticket.gateway)][ticket]
         self._ended(ticket.gateway)
 
-    async def reload(self) -> ReloadResult:
-        """Read the file again and apply it (`apply`); InvalidConfig when it does not
-        validate, the running config unchanged."""
-        if self._load is None:
+    async def reload(self, load: Callable[[], Config] | None = None) -> ReloadResult:
+        """Read the file again (with `load`, or the runtime's own) and apply it (`apply`);
+        InvalidConfig when it does not validate, the running config unchanged."""
+        load = load or self._load
+        if load is None:
             raise NotReloading("this gateway was not started from a config file")
-        try:
-            config = await asyncio.to_thread(self._load)
-        except ConfigError as exc:
-            logger.warning("config reload refused, the running config stays: %s", exc)
-            raise InvalidConfig(exc.source, exc.problems) from None
-        return await self.apply(config)
+        return await self.apply(await read_config(load))
+
+    def check(self, config: Config) -> ConfigChanges:
+        """What applying `config` would change; NotReloading while shutting down,
+        RestartRequired (logged) when only a restart can apply it."""
+        if self.draining:
+            raise NotReloading("the gateway is shutting down")
+        changes = compare(self._current.config, config)
+        if changes.restart_only:
+            logger.warning(
+                "config reload refused, the running config stays: %s need a restart",
+                ", ".join(changes.restart_only),
+            )
+            raise RestartRequired(changes.restart_only)
+        return changes
 
     async def apply(self, config: Config) -> ReloadResult:
         """Swap in a generation built for `config` (a validated one), atomically: it is
         fully started before any new request sees it."""
         async with self._lock:
-            if self.draining:
-                raise NotReloading("the gateway is shutting down")
+            changes = self.check(config)
             old = self._current
-            changes = compare(old.config, config)
-            if changes.restart_only:
-                logger.warning(
-                    "config reload refused, the running config stays: %s need a restart",
-                    ", ".join(changes.restart_only),
-                )
-                raise RestartRequired(changes.restart_only)
             try:
                 new = await next_generation(old, config, changes)
             except _START_ERRORS as exc:  # an engine or provider that would not open

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.admission.controller import Admission
-from gateway.config.backends import BackendConfig, price_book
+from gateway.config.backends import BackendConfig
 from gateway.config.root import Config
 from gateway.fleet.scrape.engine_scrape import EngineScraper, scrape_targets
 from gateway.fleet.scrape.llama_cpp_scrape import LlamaCppScraper, llama_cpp_targets
@@ -184,10 +184,10 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
         await _start_loops(gateway, loops)
         owned.pop_all()
         gateway._loops = loops.pop_all()
-    # Started: from now on records are priced at this config's prices, and the gauges read
-    # this generation's fleet.
-    current.telemetry.prices.use(price_book(config.backends))
-    current.telemetry.follow(gateway.state)
+    # Started: from now on records are priced at this config's prices, the gauges read this
+    # generation's fleet, and new keys may name its routes.
+    current.telemetry.follow(config, gateway.state)
+    current.tenancy.follow(config)
     return gateway
 
 

@@ -29,8 +29,14 @@ _Handler = Callable[[int, FrameType | None], Any] | int | None
 
 
 @contextmanager
-def handle_signals(runtime: Runtime, loop: asyncio.AbstractEventLoop) -> Iterator[None]:
-    """SIGHUP and the stop signals handled as the module says while the context is open."""
+def handle_signals(
+    runtime: Runtime,
+    loop: asyncio.AbstractEventLoop,
+    reload: Callable[[Runtime], Coroutine[Any, Any, None]] | None = None,
+) -> Iterator[None]:
+    """SIGHUP and the stop signals handled as the module says while the context is open.
+    `reload`: what SIGHUP runs instead of a plain reload (a worker's, which reports it)."""
+    reload_on_hup = reload or _reload
     tasks: set[asyncio.Task[None]] = set()
     previous: dict[int, _Handler] = {}
 
@@ -40,7 +46,7 @@ def handle_signals(runtime: Runtime, loop: asyncio.AbstractEventLoop) -> Iterato
         task.add_done_callback(tasks.discard)
 
     def on_hup(signum: int, frame: FrameType | None) -> None:
-        loop.call_soon_threadsafe(spawn, _reload(runtime))
+        loop.call_soon_threadsafe(spawn, reload_on_hup(runtime))
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         if not runtime.draining:

@@ -1,9 +1,12 @@
-"""Several uvicorn worker processes: one config, one Prometheus view, migrations run once.
+"""Several uvicorn worker processes: one config, one Prometheus view, migrations run once,
+reloads that reach every worker.
 
 The parent process (`switchyard serve --workers N`) prepares the environment the workers
-inherit; each worker builds its app from it with `app_from_env`. The parent passes SIGHUP
-on to every worker, each of which reloads the config file (uvicorn's own supervisor would
-restart them instead); SIGTERM reaches each as uvicorn's does, and each drains.
+inherit (and a run directory, where they coordinate reloads: `worker_reloads.py`); each
+worker builds its app from it with `app_from_env`. The parent passes SIGHUP on to every
+worker, each of which reloads the config file (uvicorn's own supervisor would restart them
+instead); the admin API's reload, answered by one worker, sends the parent that SIGHUP.
+SIGTERM reaches each as uvicorn's does, and each drains.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from typing import Any
 import uvicorn
 from uvicorn.supervisors.multiprocess import Multiprocess
 
-from gateway.config.root import Config, load_config
+from gateway.config.root import Config, parse_yaml
 from gateway.http.app import SwitchyardApp, create_app
 from gateway.http.server import warn_unless_bounded, warn_unless_spliced
+from gateway.process.worker_reloads import WorkerReloads
 from gateway.store.config import resolve_url
 from gateway.telemetry.metrics import MULTIPROC_ENV
 
@@ -33,6 +37,8 @@ CONFIG_ENV = "SWITCHYARD_CONFIG"
 MIGRATED_ENV = "SWITCHYARD_MIGRATED"
 ACCESS_LOG_ENV = "SWITCHYARD_ACCESS_LOG"
 """The access log's mode, which `serve --access-log` may have set over the file's."""
+RUN_DIR_ENV = "SWITCHYARD_RUN_DIR"
+"""The directory where the workers of one `serve` coordinate their reloads."""
 WORKER_HEALTHCHECK_S = 30
 """How long the parent waits for a worker's answer before it kills and replaces it. A new
 worker answers only once it has imported the gateway, which takes longer than uvicorn's
@@ -75,12 +81,19 @@ def prepare_workers(config: Config, config_path: Path) -> None:
 
 def app_from_env() -> SwitchyardApp:
     """A worker's app (uvicorn's factory): the config the parent named, as the parent
-    runs it; a reload reads the same file the same way."""
-    return create_app(_config_from_env(), reload_from=_config_from_env, signals=True)
+    runs it; a reload reads the same file the same way, in every worker at once."""
+    path = Path(os.environ[CONFIG_ENV])
+    run_dir = Path(os.environ[RUN_DIR_ENV])
+    # The parent spawned this worker: it is the parent until the worker ends.
+    reloads = WorkerReloads(run_dir, path, _worker_config, parent_pid=os.getppid())
+    config, _ = reloads.read()
+    return create_app(config, reload_from=lambda: reloads.read()[0], signals=True, workers=reloads)
 
 
-def _config_from_env() -> Config:
-    config = load_config(os.environ[CONFIG_ENV])
+def _worker_config(text: str, source: str) -> Config:
+    """The config file's text as the parent runs it: migrated once, `--access-log` over
+    the file's mode."""
+    config = parse_yaml(text, source)
     store, telemetry = config.store, config.telemetry
     if os.environ.get(MIGRATED_ENV):
         store = store.model_copy(update={"migrate_on_start": False})
@@ -101,11 +114,14 @@ def serve_workers(workers: int, options: dict[str, Any]) -> None:
     )
     warn_unless_spliced(config)
     warn_unless_bounded(config)
+    run_dir = tempfile.mkdtemp(prefix="switchyard-run-")
+    os.environ[RUN_DIR_ENV] = run_dir
     sock = config.bind_socket()
     try:
         _ReloadingSupervisor(config, sockets=[sock]).run()
     finally:
         sock.close()
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 class _ReloadingSupervisor(Multiprocess):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
 
     from gateway.routing.decisions import HeldNote
 
@@ -50,6 +50,10 @@ class AdmissionMetrics:
         self.admissions.labels(route, held.priority, held.outcome).inc()
         if held.outcome != "immediate":
             self.wait.labels(route, held.priority).observe(held.waited_ms / 1000.0)
+
+    def follow(self, routes: Collection[str]) -> None:
+        """Only these routes are served now: a removed one's depth is not set again."""
+        self._shown = {key for key in self._shown if key[0] in routes}
 
     def sample(self, depths: Mapping[tuple[str, str], int]) -> None:
         """Held requests now; a (route, class) emptied since the last sample shows 0."""

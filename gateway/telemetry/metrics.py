@@ -3,7 +3,8 @@
 Correct with several uvicorn workers: when `PROMETHEUS_MULTIPROC_DIR` is set (the
 `serve --workers N` command sets it), every worker writes its values to files there and
 a scrape of any worker aggregates all of them (counters and histograms summed, in-flight
-summed over live workers, quality scores the lowest any worker holds).
+summed over live workers, quality scores the lowest any worker holds). Gauges follow the
+serving config: a backend or route a reload removed leaves them (`serving_series.py`).
 
 Ratios (cache-hit, success) are not exported as gauges: they would not add up across
 workers. Export the counters and divide in PromQL (docs/operations.md has the queries).
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -23,13 +23,13 @@ from prometheus_client import (
     Gauge,
     Histogram,
     generate_latest,
-    multiprocess,
 )
-from prometheus_client.multiprocess import MultiProcessCollector
 
 from gateway.telemetry.admission_metrics import AdmissionMetrics
 from gateway.telemetry.client_metrics import ClientMetrics
 from gateway.telemetry.labelled import Labelled, Tally
+from gateway.telemetry.serving_series import Serving, forget
+from gateway.telemetry.worker_files import scrape_workers
 from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
 
@@ -106,6 +106,8 @@ class GatewayMetrics:
         self._prices = prices
         self._children: dict[tuple[str, str], _Series] = {}
         self._team = TeamLabels(max_team_labels)
+        self.serving: Serving | None = None
+        """The serving config's backends and routes (`follow`); None: not told yet."""
         self._define_requests()
         self._define_tokens()
         self._define_state()
@@ -359,36 +361,31 @@ class GatewayMetrics:
             self.in_flight.labels(name).set(in_flight)
 
     def sample_quality(self, rows: Iterable[tuple[str, str, float, float, bool]]) -> None:
-        """(backend, model, fidelity, sla, ejected) per pair; called about once a second."""
+        """(backend, model, fidelity, sla, ejected) per pair; called about once a second.
+        The quality book outlives reloads: a backend no longer served is skipped."""
+        serving = self.serving
         for backend, model, fidelity, sla, ejected in rows:
+            if serving is not None and backend not in serving.backends:
+                continue
             self.quality.labels(backend, model, "fidelity").set(fidelity)
             self.quality.labels(backend, model, "sla").set(sla)
             self.quality_ejected.labels(backend, model).set(1.0 if ejected else 0.0)
 
+    def follow(self, backends: Iterable[str], routes: Iterable[str]) -> None:
+        """The serving config's backends and routes (at start-up and after each reload):
+        gauges naming any other stop being exported (`gateway.telemetry.serving_series`)."""
+        serving = self.serving = Serving(frozenset(backends), frozenset(routes))
+        self.admission.follow(serving.routes)
+        if self.multiprocess:
+            return  # the files keep them; `render` leaves them out
+        forget(self.healthy, ("backend",), serving)
+        forget(self.in_flight, ("backend",), serving)
+        forget(self.quality, ("backend", "model", "component"), serving)
+        forget(self.quality_ejected, ("backend", "model"), serving)
+        forget(self.admission.depth, ("route", "priority"), serving)
+
     def render(self) -> tuple[bytes, str]:
         """The exposition text (slow with many series: call it off the event loop)."""
         if self.multiprocess:
-            forget_dead_workers(os.environ[MULTIPROC_ENV])
-            registry = CollectorRegistry()
-            MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-            return generate_latest(registry), CONTENT_TYPE_LATEST
+            return scrape_workers(os.environ[MULTIPROC_ENV], self.serving), CONTENT_TYPE_LATEST
         return generate_latest(self.registry), CONTENT_TYPE_LATEST
-
-
-def forget_dead_workers(directory: str) -> None:
-    """Drop the live gauges of workers that died without a clean shutdown (killed, or
-    restarted by uvicorn): their in-flight and health values must stop counting."""
-    for path in Path(directory).glob("gauge_live*_*.db"):
-        pid_text = path.stem.rsplit("_", 1)[-1]
-        if pid_text.isdigit() and not _alive(int(pid_text)):
-            multiprocess.mark_process_dead(int(pid_text), directory)  # type: ignore[no-untyped-call]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process reuses the pid; keep its files to be safe
-    return True

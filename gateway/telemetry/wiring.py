@@ -66,9 +66,14 @@ class Telemetry:
     swaps its generation's in (`follow`)."""
     _sampler: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    def follow(self, fleet: FleetState) -> None:
-        """Read the gauges off `fleet` from now on (a reload's new generation)."""
+    def follow(self, config: Config, fleet: FleetState) -> None:
+        """Serve `config` from now on (start-up, a reload's new generation): records are
+        priced at its prices, and the gauges read off `fleet`, for its backends and routes
+        only."""
+        self.prices.use(price_book(config.backends))
         self.fleet = fleet
+        if self.metrics is not None:
+            self.metrics.follow((b.name for b in config.backends), (r.name for r in config.routes))
 
     def refused(
         self,
@@ -183,7 +188,7 @@ async def _start_parts(
         if book is not None:
             await _restore_quality(book, telemetry.store.url, config)
     telemetry.pipe.start()
-    telemetry.follow(state)
+    telemetry.follow(config, state)
     sampler = Sampler(
         lambda: telemetry.fleet or state,
         metrics=telemetry.metrics,

@@ -35,7 +35,9 @@ class KeyAdmin:
         self._engine = engine
         self._secret = server_secret
         self._timeout_s = timeout_s
-        self._routes = known_routes
+        self.known_routes = known_routes
+        """The routes a key may name; None: any. The gateway sets its serving config's
+        (`Tenancy.follow`)."""
 
     async def create(self, spec: KeySpec) -> tuple[KeyRow, str]:
         """The new key's row and the key itself (to show once)."""
@@ -100,9 +102,10 @@ class KeyAdmin:
         return await update_key(self._engine, key_id, columns, timeout_s=self._timeout_s)
 
     def _check_routes(self, routes: list[str] | None) -> None:
-        if routes is None or self._routes is None:
+        known = self.known_routes
+        if routes is None or known is None:
             return
-        unknown = sorted(set(routes) - self._routes)
+        unknown = sorted(set(routes) - known)
         if unknown:
             raise UnknownRoutes(f"routes: unknown route(s) {', '.join(unknown)}")
 

@@ -40,6 +40,12 @@ class Tenancy:
     cache: KeyCache | None = None
     admin: KeyAdmin | None = None
 
+    def follow(self, config: Config) -> None:
+        """Serve `config`'s routes from now on (a reload's): new and edited keys may name
+        them."""
+        if self.admin is not None:
+            self.admin.known_routes = frozenset(route.name for route in config.routes)
+
     def status(self) -> dict[str, object]:
         keys = self.cache.status() if self.cache is not None else {"enabled": False}
         return {"keys": keys, "limits": self.limiter.status(), "budgets": self.budgets.status()}

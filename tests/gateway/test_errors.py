@@ -21,6 +21,7 @@ from gateway.errors import (
     PlacementUnsatisfiable,
     RateLimited,
     ReloadFailed,
+    ReloadIncomplete,
     RestartRequired,
     RouteCoolingDown,
     ShuttingDown,
@@ -110,6 +111,7 @@ from providers.errors import ApiError, UpstreamError
             False,
         ),
         (ReloadFailed("x"), ApiError, 500, "server_error", "reload_failed", False),
+        (ReloadIncomplete("x"), ReloadFailed, 500, "server_error", "reload_incomplete", False),
         (
             ShuttingDown("x"),
             ApiError,

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import StartEmulator, eventually
+from tests.gateway.telemetry.test_metrics_endpoint import samples
 from tests.integration.lifecycle import (
     ADMIN,
     ADMIN_ENV,
+    FileGateway,
     backend,
     chat,
     file_gateway,
@@ -21,6 +23,7 @@ from tests.integration.lifecycle import (
 
 RELOAD = "/v1/switchyard/admin/reload"
 CHAT = "/v1/chat/completions"
+KEYS = "/v1/switchyard/admin/keys"
 
 
 @pytest.fixture(autouse=True)
@@ -223,3 +226,70 @@ async def test_requests_held_by_flow_control_are_served_across_a_reload(
         # A request after the reload goes through the new generation's queue.
         after = await gw.client.post(CHAT, json=chat())
         assert after.status_code == 200 and after.headers["x-switchyard-admission"] == "immediate"
+
+
+GAUGES = {
+    "switchyard_backend_healthy",
+    "switchyard_in_flight_requests",
+    "switchyard_quality_score",
+    "switchyard_quality_ejected",
+}
+
+
+async def test_a_removed_backends_gauges_leave_metrics_and_its_counters_stay(
+    tmp_path: Path, start_emulator: StartEmulator
+) -> None:
+    one, two = await start_emulator(), await start_emulator()
+    backends = [backend("b1", one.base_url), backend("b2", two.base_url)]
+    quality = {"enabled": True, "probes": {"enabled": False}}
+    config = fleet_config(backends, {"default": ["b1"], "two": ["b2"]}, quality=quality)
+    async with file_gateway(tmp_path / "c.yaml", config) as gw:
+        for route in ("default", "two"):
+            assert (await gw.client.post(CHAT, json=chat(route=route))).status_code == 200
+
+        async def gauged() -> bool:
+            return await _families(gw, "b2") >= {*GAUGES, "switchyard_requests_total"}
+
+        await eventually(gauged, "b2's gauges and its request counted")
+        gw.write(fleet_config(backends[:1], {"default": ["b1"]}, quality=quality))
+        answer = await gw.client.post(RELOAD, headers=ADMIN)
+        assert answer.json()["backends"]["removed"] == ["b2"]
+        left = await _families(gw, "b2")
+        assert not GAUGES & left
+        assert "switchyard_requests_total" in left  # counters keep their totals
+        assert await _families(gw, "b1") >= GAUGES
+
+
+async def _families(gw: FileGateway, backend: str) -> set[str]:
+    """The names of the series /metrics labels with `backend`."""
+    text = (await gw.client.get("/metrics")).text
+    return {name for name, labels in samples(text) if ("backend", backend) in labels}
+
+
+async def test_keys_may_use_and_name_a_route_the_reload_added(
+    tmp_path: Path, start_emulator: StartEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SY_RELOAD_KEY_SECRET", "s" * 40)
+    engine = await start_emulator()
+    keys = {
+        "store": {"url": f"sqlite+aiosqlite:///{tmp_path / 'keys.db'}"},
+        "keys": {"enabled": True, "secret_env": "SY_RELOAD_KEY_SECRET"},
+    }
+    config = fleet_config([backend("b1", engine.base_url)], {"default": ["b1"]}, **keys)
+    async with file_gateway(tmp_path / "c.yaml", config) as gw:
+        every = await gw.client.post(KEYS, json={"name": "every"}, headers=ADMIN)
+        every_route = {"authorization": f"Bearer {every.json()['key']}"}
+        early = await gw.client.post(KEYS, json={"name": "x", "routes": ["second"]}, headers=ADMIN)
+        assert early.status_code == 400  # no such route yet
+        routes = {"default": ["b1"], "second": ["b1"]}
+        gw.write(fleet_config([backend("b1", engine.base_url)], routes, **keys))
+        assert (await gw.client.post(RELOAD, headers=ADMIN)).status_code == 200
+        served = await gw.client.post(CHAT, json=chat(route="second"), headers=every_route)
+        assert served.status_code == 200, served.text
+        made = await gw.client.post(KEYS, json={"name": "x", "routes": ["second"]}, headers=ADMIN)
+        assert made.status_code == 201, made.text
+        only_second = {"authorization": f"Bearer {made.json()['key']}"}
+        served = await gw.client.post(CHAT, json=chat(route="second"), headers=only_second)
+        assert served.status_code == 200, served.text
+        refused = await gw.client.post(CHAT, json=chat(), headers=only_second)
+        assert refused.status_code == 403
