@@ -86,6 +86,8 @@ class ServiceLedger:
         """Whether `tenant` has had more than its weight's share (by a quarter: `_OVER_BY`)
         of the service of the tenants served within a half-life, while at least one other
         was: alone, a tenant is never over its share."""
+        if len(self._active) < 2:  # expiry only shrinks it
+            return False
         self._expire(now)
         if tenant not in self._active or len(self._active) < 2:
             return False
