@@ -327,8 +327,23 @@ def load_config(path: str | Path) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(source, [f"(yaml): {exc}"]) from None
+        raise ConfigError(source, [f"(yaml): {_yaml_problem(exc, source)}"]) from None
     return parse_config(data, source)
+
+
+def _yaml_problem(exc: yaml.YAMLError, source: str) -> str:
+    """One line naming the file, line and column (`FILE:LINE:COLUMN: problem`), where
+    PyYAML's own text names `<unicode string>` over several lines."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return " ".join(str(exc).split())
+    mark, problem = exc.problem_mark, exc.problem or "not valid YAML"
+    text = f"{source}:{mark.line + 1}:{mark.column + 1}: {problem}"
+    if exc.context and exc.context_mark is not None:
+        at = exc.context_mark
+        text += f" ({exc.context} from line {at.line + 1}, column {at.column + 1})"
+    elif exc.context:
+        text += f" ({exc.context})"
+    return text
 
 
 def _describe(err: Any, prefix: str = "") -> list[str]:

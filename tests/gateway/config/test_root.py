@@ -438,6 +438,28 @@ def test_unusable_files_are_reported(tmp_path: Path, text: str, expected: str) -
     assert problem.startswith(expected)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "backends:\n  - name: a\n    kind: openai\n   base_url: x\n",
+            "4:4: expected <block end>, but found '<block mapping start>' "
+            "(while parsing a block collection from line 2, column 3)",
+        ),
+        ("server:\n  port: 8080\n    host: x\n", "3:9: mapping values are not allowed here"),
+    ],
+    ids=["indent", "mapping-value"],
+)
+def test_a_yaml_error_names_the_file_line_and_column(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.problems == [f"(yaml): {path}:{expected}"]
+
+
 def test_a_missing_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path / "absent.yaml")
