@@ -25,6 +25,7 @@ from gateway.telemetry.config import TelemetryConfig
 from gateway.tenancy.config import BudgetsConfig, KeysConfig, LimitsConfig, budget_problems
 from policies.config import PolicyConfig, ProfileConfig
 from policies.profiles import pipeline_problems
+from policies.strict_model import did_you_mean
 
 
 class TimeoutsConfig(StrictConfig):
@@ -301,7 +302,11 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
 def _validate_sections(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Each top-level section on its own, so one bad section does not hide the others."""
     fields = Config.model_fields
-    problems = [f"{key}: Extra inputs are not permitted" for key in data if key not in fields]
+    problems = [
+        f"{key}: Extra inputs are not permitted{did_you_mean(str(key), fields)}"
+        for key in data
+        if key not in fields
+    ]
     sections: dict[str, Any] = {}
     for name, info in fields.items():
         if name not in data:
