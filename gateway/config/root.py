@@ -12,6 +12,7 @@ from gateway.admission.config import FlowControlConfig
 from gateway.config.backends import BackendConfig
 from gateway.config.bounds import BoundsConfig
 from gateway.config.clients import ClientsConfig
+from gateway.config.default_profile import with_builtin_profile
 from gateway.config.demo import DemoConfig
 from gateway.config.redis import RedisNamespace, RedisSettings, RedisUrl
 from gateway.config.routes import RouteConfig as RouteConfig  # re-exported: the YAML schema
@@ -166,7 +167,10 @@ class Config(StrictConfig):
     backends: list[BackendConfig] = Field(min_length=1)
     routes: list[RouteConfig] = Field(min_length=1)
     policies: list[PolicyConfig] = Field(default_factory=list)
-    profiles: list[ProfileConfig] = Field(min_length=1)
+    profiles: list[ProfileConfig] = Field(
+        min_length=1,
+        description="Left out: the built-in cache-aware profile (`default_profile.py`).",
+    )
     state: StateConfig = StateConfig()
     quality: QualityConfig = QualityConfig()
     store: StoreConfig = StoreConfig()
@@ -176,6 +180,11 @@ class Config(StrictConfig):
     limits: LimitsConfig = LimitsConfig()
     budgets: BudgetsConfig = BudgetsConfig()
     flow_control: FlowControlConfig = FlowControlConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_profile(cls, data: Any) -> Any:
+        return with_builtin_profile(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
@@ -207,6 +216,11 @@ class Config(StrictConfig):
         if section == "limits":
             return self.limits.redis_settings(self.state.redis_url)
         return self.state.redis_settings()
+
+    def profile_of(self, route: RouteConfig) -> str:
+        """The profile that decides `route`'s requests: its own, else the first declared
+        (the built-in cache-aware one when the config declares none)."""
+        return route.profile or self.profiles[0].name
 
     def backend(self, name: str) -> BackendConfig:
         return next(b for b in self.backends if b.name == name)
@@ -273,6 +287,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     """Validate a whole config and report every problem at once, each with its YAML path."""
     if not isinstance(data, dict):
         raise ConfigError(source, ["(root): expected a mapping"])
+    data = with_builtin_profile(data)
     sections, problems = _validate_sections(data)
 
     def section(name: str) -> Any:

@@ -515,7 +515,7 @@ def test_defaults_fill_every_optional_section() -> None:
     assert config.health.consecutive_failures == 3
     backend = config.backends[0]
     assert backend.kind == "openai-compatible" and backend.max_concurrency == 64
-    assert config.routes[0].profile == "balanced"
+    assert config.routes[0].profile is None and config.profile_of(config.routes[0]) == "balanced"
     # A backend without its own timeouts uses the global ones.
     assert config.timeouts_for("a") is config.timeouts
 
