@@ -13,9 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict
-
 from policies.snapshot import BackendView, Snapshot
+from policies.strict_model import StrictModel
 
 if TYPE_CHECKING:
     # Only named in the picker's signature; policies.decision builds on this module.
@@ -96,10 +95,9 @@ class Pick:
     reason: str
 
 
-class PolicyParams(BaseModel):
-    """Base for every policy's typed parameters."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class PolicyParams(StrictModel):
+    """Base for every policy's typed parameters: unknown keys are errors (suggesting the
+    closest parameter), values are frozen."""
 
 
 @runtime_checkable

@@ -9,26 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from policies.strict_model import StrictModel
 
 
-class _Strict(BaseModel):
-    """Unknown keys are errors, values are frozen (as every section of the host's config)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class PolicyConfig(_Strict):
+class PolicyConfig(StrictModel):
     type: str = Field(min_length=1, description="Built-in type name or a dotted path.")
     name: str = Field(min_length=1)
     params: dict[str, Any] = Field(default_factory=dict)
 
 
-class PluginRef(_Strict):
+class PluginRef(StrictModel):
     ref: str = Field(min_length=1, description="A policy's name, or a built-in type.")
     weight: float = Field(1.0, ge=0)
 
 
-class ProfileConfig(_Strict):
+class ProfileConfig(StrictModel):
     name: str = Field(min_length=1)
     plugins: list[PluginRef] = Field(min_length=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Literal, TypeAlias
 
 from pydantic import (
@@ -84,6 +86,15 @@ OPENAI_COMPATIBLE_KINDS: frozenset[BackendKind] = frozenset(
 EMULATOR_KINDS: frozenset[BackendKind] = frozenset({"emulated", "anthropic", "gemini"})
 """The kinds an emulator started on loopback can stand in for: `emulated` (OpenAI's wire)
 and the native formats it also speaks, each then reached through its own adapter."""
+
+NATIVE_BASE_URLS: Mapping[BackendKind, str] = MappingProxyType(
+    {
+        "anthropic": "https://api.anthropic.com/v1",
+        "gemini": "https://generativelanguage.googleapis.com/v1beta",
+    }
+)
+"""The native kinds' own services, where a backend of that kind without `base_url` (and
+without an emulator standing in) goes, as kind openai's preset goes to api.openai.com."""
 
 KEYED_KINDS: frozenset[BackendKind] = frozenset({"anthropic", "gemini", "azure-openai"})
 """The kinds whose service takes a key (unless an emulator stands in for it); of the

@@ -20,6 +20,7 @@ from providers.presets import KIND_PRESETS, with_preset_defaults
 from providers.settings import (
     DEFAULT_IDLE_KEEPALIVE_S,
     EMULATOR_KINDS,
+    NATIVE_BASE_URLS,
     OPENAI_COMPATIBLE_KINDS,
     RESERVED_HEADERS,
     BackendKind,
@@ -137,7 +138,9 @@ class BackendConfig(StrictConfig):
     base_url: str | None = Field(
         None,
         pattern=r"^https?://",
-        description="Required unless the backend is emulated or a preset supplies it.",
+        description="Required unless the backend is emulated, a preset supplies it, or its "
+        "kind has a default (anthropic: https://api.anthropic.com/v1, gemini: "
+        "https://generativelanguage.googleapis.com/v1beta).",
     )
     preset: PresetName | None = Field(
         None,
@@ -262,7 +265,7 @@ class BackendConfig(StrictConfig):
         if self.emulated:
             if self.base_url is not None:
                 raise ValueError("base_url: an emulated backend is started on a free port")
-        elif self.base_url is None and self.preset_name is None:
+        elif self.base_url is None and self.preset_name is None and not self._native_service:
             unless = " unless a preset gives it" if self.kind in OPENAI_COMPATIBLE_KINDS else ""
             raise ValueError(f"base_url: required for kind {self.kind}{unless}")
         return self
@@ -308,6 +311,12 @@ class BackendConfig(StrictConfig):
     def cache_rules(self) -> CacheRules:
         """What the prefix index assumes of this backend's cache (`cache`, resolved)."""
         return self.cache.rules(self.kind, self.preset_name, self.emulator)
+
+    @property
+    def _native_service(self) -> bool:
+        """Kinds anthropic and gemini: without `base_url`, their adapter goes to the
+        provider's own API (`NATIVE_BASE_URLS`), as kind openai's preset does."""
+        return self.kind in NATIVE_BASE_URLS
 
     @property
     def preset_name(self) -> PresetName | None:

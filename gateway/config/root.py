@@ -12,6 +12,7 @@ from gateway.admission.config import FlowControlConfig
 from gateway.config.backends import BackendConfig
 from gateway.config.bounds import BoundsConfig
 from gateway.config.clients import ClientsConfig
+from gateway.config.default_profile import with_builtin_profile
 from gateway.config.demo import DemoConfig
 from gateway.config.redis import RedisNamespace, RedisSettings, RedisUrl
 from gateway.config.routes import RouteConfig as RouteConfig  # re-exported: the YAML schema
@@ -25,6 +26,7 @@ from gateway.telemetry.config import TelemetryConfig
 from gateway.tenancy.config import BudgetsConfig, KeysConfig, LimitsConfig, budget_problems
 from policies.config import PolicyConfig, ProfileConfig
 from policies.profiles import pipeline_problems
+from policies.strict_model import did_you_mean
 
 
 class TimeoutsConfig(StrictConfig):
@@ -165,7 +167,10 @@ class Config(StrictConfig):
     backends: list[BackendConfig] = Field(min_length=1)
     routes: list[RouteConfig] = Field(min_length=1)
     policies: list[PolicyConfig] = Field(default_factory=list)
-    profiles: list[ProfileConfig] = Field(min_length=1)
+    profiles: list[ProfileConfig] = Field(
+        min_length=1,
+        description="Left out: the built-in cache-aware profile (`default_profile.py`).",
+    )
     state: StateConfig = StateConfig()
     quality: QualityConfig = QualityConfig()
     store: StoreConfig = StoreConfig()
@@ -175,6 +180,11 @@ class Config(StrictConfig):
     limits: LimitsConfig = LimitsConfig()
     budgets: BudgetsConfig = BudgetsConfig()
     flow_control: FlowControlConfig = FlowControlConfig()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_profile(cls, data: Any) -> Any:
+        return with_builtin_profile(data) if isinstance(data, dict) else data
 
     @model_validator(mode="after")
     def _check_references(self) -> Config:
@@ -206,6 +216,11 @@ class Config(StrictConfig):
         if section == "limits":
             return self.limits.redis_settings(self.state.redis_url)
         return self.state.redis_settings()
+
+    def profile_of(self, route: RouteConfig) -> str:
+        """The profile that decides `route`'s requests: its own, else the first declared
+        (the built-in cache-aware one when the config declares none)."""
+        return route.profile or self.profiles[0].name
 
     def backend(self, name: str) -> BackendConfig:
         return next(b for b in self.backends if b.name == name)
@@ -272,6 +287,7 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     """Validate a whole config and report every problem at once, each with its YAML path."""
     if not isinstance(data, dict):
         raise ConfigError(source, ["(root): expected a mapping"])
+    data = with_builtin_profile(data)
     sections, problems = _validate_sections(data)
 
     def section(name: str) -> Any:
@@ -301,7 +317,11 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
 def _validate_sections(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """Each top-level section on its own, so one bad section does not hide the others."""
     fields = Config.model_fields
-    problems = [f"{key}: Extra inputs are not permitted" for key in data if key not in fields]
+    problems = [
+        f"{key}: Extra inputs are not permitted{did_you_mean(str(key), fields)}"
+        for key in data
+        if key not in fields
+    ]
     sections: dict[str, Any] = {}
     for name, info in fields.items():
         if name not in data:
@@ -332,8 +352,23 @@ def parse_yaml(text: str, source: str) -> Config:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(source, [f"(yaml): {exc}"]) from None
+        raise ConfigError(source, [f"(yaml): {_yaml_problem(exc, source)}"]) from None
     return parse_config(data, source)
+
+
+def _yaml_problem(exc: yaml.YAMLError, source: str) -> str:
+    """One line naming the file, line and column (`FILE:LINE:COLUMN: problem`), where
+    PyYAML's own text names `<unicode string>` over several lines."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return " ".join(str(exc).split())
+    mark, problem = exc.problem_mark, exc.problem or "not valid YAML"
+    text = f"{source}:{mark.line + 1}:{mark.column + 1}: {problem}"
+    if exc.context and exc.context_mark is not None:
+        at = exc.context_mark
+        text += f" ({exc.context} from line {at.line + 1}, column {at.column + 1})"
+    elif exc.context:
+        text += f" ({exc.context})"
+    return text
 
 
 def _describe(err: Any, prefix: str = "") -> list[str]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Annotated, Any
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from gateway.config.backends import BackendConfig
 from gateway.config.placement import PlacementTag
@@ -66,9 +66,14 @@ class RouteConfig(StrictConfig):
     """A public model name and the backends that serve it, each asked for its own id."""
 
     name: str = Field(min_length=1, description="What clients send as `model`.")
-    model: str = Field(min_length=1, description="Upstream model name; each member's default.")
+    model: str = Field(
+        min_length=1,
+        description="Upstream model name; each member's default. Unset: the route's `name`.",
+    )
     backends: list[MemberRef] = Field(min_length=1)
-    profile: str = "balanced"
+    profile: str | None = Field(
+        None, description="Unset: the config's first profile (`Config.profile_of`)."
+    )
     sla: SlaConfig = SlaConfig()
     fallbacks: list[str] = Field(
         default_factory=list,
@@ -78,6 +83,13 @@ class RouteConfig(StrictConfig):
         default_factory=list,
         description="Tags a backend must all carry to serve this route, on its fallbacks too.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_defaults_to_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "model" not in data and "name" in data:
+            return {**data, "model": data["name"]}
+        return data
 
     @cached_property
     def members(self) -> tuple[RouteMember, ...]:
@@ -114,7 +126,11 @@ def route_problems(
     for i, route in enumerate(routes):
         problems += _member_problems(i, route, by_name)
         problems += _placement_problems(i, route, by_name)
-        if profile_names is not None and route.profile not in profile_names:
+        if (
+            route.profile is not None
+            and profile_names is not None
+            and route.profile not in profile_names
+        ):
             problems.append(f"routes.{i}.profile: unknown profile {route.profile!r}")
     return problems + _fallback_problems(routes)
 

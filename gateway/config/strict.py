@@ -1,11 +1,11 @@
-"""The base of every config section: unknown keys are errors, values are frozen."""
+"""The base of every config section: unknown keys are errors (with the key likely meant),
+values are frozen."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from policies.strict_model import StrictModel
 
 
-class StrictConfig(BaseModel):
-    """Every config section: unknown keys are errors, values are frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class StrictConfig(StrictModel):
+    """Every config section: unknown keys are errors, each suggesting the closest field
+    name (`did you mean `model`?`), values are frozen (`policies.strict_model`)."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from gateway.config import default_profile
 from gateway.engines.state import Replica
 from gateway.errors import ConfigError
 
@@ -46,29 +47,10 @@ HEADER = """\
 # slot for a few seconds of CPU); no tool-call probe, as a small model calls no tools.
 """
 
-# The embedded example's cache-aware profile, as `gateway/examples/embedded.yaml` has it.
-POLICIES: list[dict[str, Any]] = [
-    {
-        "type": "kv-cost-scorer",
-        "name": "kv-cost",
-        "params": {"work_weight": 1.0, "delay_weight": 1.0},
-    },
-]
+# The built-in cache-aware profile (the embedded example's), then two to compare it with.
+POLICIES: list[dict[str, Any]] = default_profile.POLICIES
 PROFILES: list[dict[str, Any]] = [
-    {
-        "name": "cache-aware",
-        "plugins": [
-            {"ref": "healthy-filter"},
-            {"ref": "placement-filter"},
-            {"ref": "context-window-filter"},
-            {"ref": "quality-filter"},
-            {"ref": "sla-filter"},
-            {"ref": "kv-cost", "weight": 3},
-            {"ref": "prefix-cache-scorer", "weight": 1},
-            {"ref": "load-scorer", "weight": 1},
-            {"ref": "max-score-picker"},
-        ],
-    },
+    default_profile.PROFILE,
     # No capacity filter in these two: a request beyond the slots waits in the engine's
     # queue, as llama.cpp queues it, rather than being refused with a 429 here.
     {

@@ -112,6 +112,7 @@ class Router:
     ) -> None:
         self._quality = quality
         self._routes = {route.name: route for route in config.routes}
+        self._profiles = {route.name: config.profile_of(route) for route in config.routes}
         self._tags = {b.name: frozenset(b.tags) for b in config.backends}
         book = price_book(config.backends)
         self._prepared = {
@@ -181,7 +182,7 @@ class Router:
             else {},
             prices=prepared.prices,
         )
-        decision = self._pipelines[route.profile].decide(
+        decision = self._pipelines[self._profiles[route.name]].decide(
             snapshot, list(views.values()), raw_id.hex()
         )
         budget = work.prompt_tokens + (info.max_tokens or 0)

@@ -103,7 +103,9 @@ class Telemetry:
 
 def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Telemetry:
     weights = {
-        route.name: {ws.scorer.name: ws.weight for ws in pipelines[route.profile].scorers}
+        route.name: {
+            ws.scorer.name: ws.weight for ws in pipelines[config.profile_of(route)].scorers
+        }
         for route in config.routes
     }
     prices = LivePrices(price_book(config.backends))

@@ -31,7 +31,12 @@ from providers.base import (
     upstream_headers,
 )
 from providers.openai_chat_request import CHAT_PATH as CHAT_PATH  # re-exported
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
+from providers.settings import (
+    DEFAULT_IDLE_KEEPALIVE_S,
+    NATIVE_BASE_URLS,
+    HttpClient,
+    ProviderSettings,
+)
 from providers.translated_stream import TranslatedStream
 from providers.transport.http_transport import (
     CREDENTIAL_STATUSES,
@@ -40,15 +45,14 @@ from providers.transport.http_transport import (
 )
 
 ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_BASE_URL = NATIVE_BASE_URLS["anthropic"]
 
 
 async def open_anthropic(settings: ProviderSettings) -> AnthropicProvider:
-    """The adapter for `settings.base_url` (e.g. https://api.anthropic.com/v1)."""
-    if settings.base_url is None:
-        raise ValueError(f"backend {settings.name}: an Anthropic adapter needs base_url")
+    """The adapter for `settings.base_url`, by default Anthropic's API (DEFAULT_BASE_URL)."""
     return AnthropicProvider(
         settings.name,
-        settings.base_url,
+        settings.base_url or DEFAULT_BASE_URL,
         settings.api_key,
         max_connections=settings.max_connections,
         idle_keepalive_s=settings.idle_keepalive_s,

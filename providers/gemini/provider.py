@@ -24,10 +24,15 @@ from providers.gemini.request import GeminiCall, model_path, translate_request
 from providers.gemini.response import chat_completion, decode_response
 from providers.gemini.stream import GeminiStream, StreamTranslator
 from providers.openai_chat_request import CHAT_PATH
-from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
+from providers.settings import (
+    DEFAULT_IDLE_KEEPALIVE_S,
+    NATIVE_BASE_URLS,
+    HttpClient,
+    ProviderSettings,
+)
 from providers.transport.http_transport import HttpTransport, credentials_refused
 
-DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+DEFAULT_BASE_URL = NATIVE_BASE_URLS["gemini"]
 
 
 async def open_gemini(settings: ProviderSettings) -> GeminiProvider:

@@ -20,7 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-STATIC_DIR = ROOT / "gateway" / "dashboard" / "static"
+STATIC_DIR = ROOT / "gateway" / "telemetry" / "dashboard" / "static"
 SAMPLE = Path(__file__).resolve().parent / "dashboard_sample.json"
 DATA_PATH = "/v1/switchyard/dashboard"
 CHROMIUM = "/usr/bin/chromium"

@@ -51,10 +51,12 @@ CASES: list[tuple[str, Edit, list[str]]] = [
         without_url(),
         ["backends.0.base_url: required for kind openai-compatible unless a preset gives it"],
     ),
+    ("no-url-anthropic", without_url(kind="anthropic"), []),
+    ("no-url-gemini", without_url(kind="gemini"), []),
     (
-        "no-url-anthropic",
-        without_url(kind="anthropic"),
-        ["backends.0.base_url: required for kind anthropic"],
+        "no-url-azure",
+        without_url(kind="azure-openai"),
+        ["backends.0.base_url: required for kind azure-openai"],
     ),
     ("no-url-preset", without_url(preset="groq"), []),
     ("emulated-anthropic", without_url(kind="anthropic", emulator={}), []),
@@ -215,6 +217,23 @@ def test_extra_headers_reach_the_adapter_and_no_repr() -> None:
     assert settings.extra_headers == {"X-Title": SECRET}
     assert SECRET not in repr(config) and SECRET not in str(config)
     assert SECRET not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("kind", "base_url"),
+    [
+        ("anthropic", "https://api.anthropic.com/v1"),
+        ("gemini", "https://generativelanguage.googleapis.com/v1beta"),
+    ],
+)
+async def test_a_native_kind_without_base_url_goes_to_its_providers_api(
+    kind: str, base_url: str
+) -> None:
+    provider = await open_provider(backend(kind=kind).provider_settings())
+    try:
+        assert provider.base_url == base_url
+    finally:
+        await provider.close()
 
 
 async def test_the_scrape_goes_to_the_presets_address() -> None:

@@ -70,6 +70,35 @@ def problems_of(config: dict[str, Any]) -> list[str]:
 CASES: list[tuple[str, Edit, list[str]]] = [
     # -- top level and sections
     ("root-extra", lambda c: c.update(colour="blue"), ["colour: Extra inputs are not permitted"]),
+    (
+        "root-typo",
+        lambda c: c.update(sever={}),
+        ["sever: Extra inputs are not permitted; did you mean `server`?"],
+    ),
+    (
+        "nested-typo",
+        lambda c: c.update(server={"clients": {"header_timout_s": 3}}),
+        [
+            "server.clients.header_timout_s: Extra inputs are not permitted; "
+            "did you mean `header_timeout_s`?"
+        ],
+    ),
+    (
+        "backend-typo",
+        lambda c: c["backends"][0].update(cache={"capacity_tokn": 3}),
+        [
+            "backends.0.cache.capacity_tokn: Extra inputs are not permitted; "
+            "did you mean `capacity_tokens`?"
+        ],
+    ),
+    (
+        "policy-param-typo",
+        policies({"type": "kv-cost-scorer", "name": "kv", "params": {"work_weigth": 1}}),
+        [
+            "policies.0.params.work_weigth: Extra inputs are not permitted; "
+            "did you mean `work_weight`?"
+        ],
+    ),
     ("no-backends", lambda c: c.pop("backends"), ["backends: Field required"]),
     (
         "no-profiles",
@@ -79,7 +108,7 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     (
         "server-extra",
         lambda c: c.update(server={"api_key": "x"}),
-        ["server.api_key: Extra inputs are not permitted"],
+        ["server.api_key: Extra inputs are not permitted; did you mean `api_keys_env`?"],
     ),
     (
         "server-port",
@@ -231,7 +260,7 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     (
         "route-member-extra",
         lambda c: c["routes"][0]["backends"].__setitem__(0, {"backend": "a", "modle": "x"}),
-        ["routes.0.backends.0.modle: Extra inputs are not permitted"],
+        ["routes.0.backends.0.modle: Extra inputs are not permitted; did you mean `model`?"],
     ),
     (
         "route-member-no-backend",
@@ -344,7 +373,7 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     (
         "plugin-extra",
         lambda c: plugins(c)[0].update(wieght=2),
-        ["profiles.0.plugins.0.wieght: Extra inputs are not permitted"],
+        ["profiles.0.plugins.0.wieght: Extra inputs are not permitted; did you mean `weight`?"],
     ),
     (
         "plugin-negative-weight",
@@ -438,6 +467,28 @@ def test_unusable_files_are_reported(tmp_path: Path, text: str, expected: str) -
     assert problem.startswith(expected)
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "backends:\n  - name: a\n    kind: openai\n   base_url: x\n",
+            "4:4: expected <block end>, but found '<block mapping start>' "
+            "(while parsing a block collection from line 2, column 3)",
+        ),
+        ("server:\n  port: 8080\n    host: x\n", "3:9: mapping values are not allowed here"),
+    ],
+    ids=["indent", "mapping-value"],
+)
+def test_a_yaml_error_names_the_file_line_and_column(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert caught.value.problems == [f"(yaml): {path}:{expected}"]
+
+
 def test_a_missing_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(tmp_path / "absent.yaml")
@@ -464,7 +515,7 @@ def test_defaults_fill_every_optional_section() -> None:
     assert config.health.consecutive_failures == 3
     backend = config.backends[0]
     assert backend.kind == "openai-compatible" and backend.max_concurrency == 64
-    assert config.routes[0].profile == "balanced"
+    assert config.routes[0].profile is None and config.profile_of(config.routes[0]) == "balanced"
     # A backend without its own timeouts uses the global ones.
     assert config.timeouts_for("a") is config.timeouts
 

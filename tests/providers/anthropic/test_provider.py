@@ -303,6 +303,9 @@ async def test_an_unreachable_backend() -> None:
         await provider.close()
 
 
-async def test_opening_needs_a_base_url() -> None:
-    with pytest.raises(ValueError, match="base_url"):
-        await open_provider(ProviderSettings(name="a", kind="anthropic"))
+async def test_the_default_base_url_is_anthropics() -> None:
+    provider = await open_provider(ProviderSettings(name="a", kind="anthropic", api_key=KEY))
+    try:
+        assert provider.base_url == "https://api.anthropic.com/v1"
+    finally:
+        await provider.close()

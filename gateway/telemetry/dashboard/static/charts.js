@@ -9,7 +9,7 @@ const C = {
   cache: '#059669', predicted: '#7c3aed', spend: '#d97706', fidelity: '#2563eb', sla: '#16a34a',
 };
 const UNITS = {
-  count: { tick: fmtInt, value: fmtInt, minStep: 1 },
+  count: { tick: fmtInt, value: fmtInt, minStep: 1, integer: true },
   ms: { tick: (v) => (v >= 1000 ? `${short(v / 1000)} s` : `${short(v)} ms`), value: fmtMs },
   ratio: { tick: (v) => `${short(v * 100)}%`, value: fmtPct },
   usd: { tick: (v) => `$${short(v)}`, value: fmtUsd },
@@ -33,15 +33,20 @@ function chartCard(title, note, draw) {
   return card(title, note, host);
 }
 
-function niceStep(raw, minStep = 0) {
+// The smallest of 1, 2, 2.5, 5, 10 × 10^k at least `raw`; an integer when `integer` (counts:
+// a step of 2.5 would label requests 0, 3, 5, 8, 10).
+function niceStep(raw, minStep = 0, integer = false) {
   const exp = 10 ** Math.floor(Math.log10(raw));
-  const f = raw / exp;
-  return Math.max(minStep, (f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10) * exp);
+  const steps = [1, 2, 2.5, 5, 10].map((f) => f * exp).filter((st) => !integer || Number.isInteger(st));
+  return Math.max(minStep, steps.find((st) => st >= raw * (1 - 1e-9)) ?? 10 * exp);
 }
 
-function yScale(lo, hi, minStep) {
+/** The y axis from `lo` to `hi`: its ends and ticks at a nice step (`unit.minStep`,
+ *  `unit.integer` for counts). */
+export function yScale(lo, hi, unit = {}) {
+  const minStep = unit.minStep || 0;
   if (!(hi > lo)) hi = lo + (minStep || 1);
-  const step = niceStep((hi - lo) / 4, minStep);
+  const step = niceStep((hi - lo) / 4, minStep, unit.integer);
   const bottom = Math.floor(lo / step + 1e-9) * step;
   const top = Math.ceil(hi / step - 1e-9) * step;
   const ticks = [];
@@ -71,7 +76,7 @@ function frame(host, o, yHigh) {
   const plotW = width - PAD.left - PAD.right;
   const plotH = CHART_H - PAD.top - PAD.bottom;
   const [x0, x1] = o.xDomain;
-  const y = yScale(o.yMin ?? 0, o.yMax ?? yHigh, o.unit.minStep);
+  const y = yScale(o.yMin ?? 0, o.yMax ?? yHigh, o.unit);
   const sx = (v) => PAD.left + ((v - x0) / (x1 - x0 || 1)) * plotW;
   const sy = (v) => PAD.top + plotH - ((Math.min(Math.max(v, y.bottom), y.top) - y.bottom) / (y.top - y.bottom)) * plotH;
   const svg = s('svg', { class: 'plot', width, height: CHART_H, viewBox: `0 0 ${width} ${CHART_H}`, 'data-chart': o.name, role: 'img', 'aria-label': o.name });

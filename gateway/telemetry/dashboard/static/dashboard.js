@@ -10,7 +10,7 @@ import {
   cacheChart, drawCharts, latencyChart, overheadChart, qualityChart, resetCharts, spendChart, successChart, trafficChart,
 } from './charts.js';
 import {
-  backendsTable, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, reasonsCard, refusedCard, tiles,
+  backendsTable, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, qualityNote, reasonsCard, refusedCard, tiles,
   worstQuality,
 } from './panels.js';
 
@@ -103,7 +103,7 @@ function statusNotes(b) {
     if (q.state === 'probation') notes.push(['warn', `${q.model}: on probation`, q.reason]);
     if (q.state === 'suspect') notes.push(['warn', `${q.model}: suspect (gathering evidence: ${fmtInt((q.evidence || {}).seen)}/${fmtInt((q.evidence || {}).needed)})`, q.reason]);
   }
-  if (!notes.length) notes.push(['ok', 'Healthy', `health check: ${health.reason || 'ok'}; quality within peers' range`]);
+  if (!notes.length) notes.push(['ok', 'Healthy', `health check: ${health.reason || 'ok'}; ${qualityNote(b)}`]);
   const callout = ([cls, title, text]) => h('div', { class: `callout ${cls}` }, h('strong', {}, title), text ? ` — ${text}` : '');
   return h('div', { class: 'notes' }, notes.map(callout));
 }

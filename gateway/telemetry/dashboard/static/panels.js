@@ -13,6 +13,14 @@ export function worstQuality(list) {
   return { state: q.state, score: scores.length ? Math.min(...scores) : null, title };
 }
 
+/** What the quality book says of a backend in words: nothing to compare yet when it has
+ *  had no traffic and holds no quality evidence. */
+export function qualityNote(b) {
+  const evidence = (b.quality || []).some((q) => (q.signals || []).some((sg) => sg.total > 0));
+  if (evidence) return "quality within peers' range";
+  return ((b.summary || {}).requests || 0) > 0 ? 'no quality evidence yet' : 'no traffic yet';
+}
+
 export const qualityBadge = (q) => [badge(q.state, null, 'quality_state'), ' ', metric('quality_score', fmtScore(q.score), 'score')];
 
 export function healthState(b) {
