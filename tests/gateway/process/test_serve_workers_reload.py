@@ -89,13 +89,17 @@ def test_an_admin_reload_reaches_every_worker(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "serve.log"
-    env = {**ENV, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom")}
+    # The workers' run directory under tmp_path: the test sees when both have registered.
+    env = {**ENV, "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prom"), "TMPDIR": str(tmp_path)}
     pid_path = tmp_path / "switchyard.pid"
     command = ["serve", "--config", str(path), "--port", str(port), "--workers", "2"]
     command += ["--pid-file", str(pid_path)]
     with running(command, log, env) as proc, httpx.Client(base_url=base, timeout=60) as http:
         wait_ready(f"{base}/readyz", proc, log, timeout_s=30)
         until(lambda: log.read_text().count("engine e2 listening") == 2, "both workers up")
+        # A worker counts in reloads once it handles SIGHUP, a moment after its engines.
+        registered = lambda: len(list(tmp_path.glob("switchyard-run-*/worker-*.json")))  # noqa: E731
+        until(lambda: registered() == 2, "both workers registered for reloads")
         assert pid_path.read_text().strip() == str(proc.pid)  # the parent, which takes SIGHUP
         made = http.post("/v1/switchyard/admin/keys", json={"name": "all"}, headers=ADMIN)
         every_route = made.json()["key"]
