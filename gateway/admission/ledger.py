@@ -74,6 +74,14 @@ class ServiceLedger:
             if self._active.pop(gone, None) is not None:
                 self._active_weight -= self._weight(gone)
 
+    def carry_over(self, old: ServiceLedger) -> None:
+        """Take `old`'s service and active tenants (a reload whose tenants settings are
+        unchanged: same weights, half-life and bound, same clock)."""
+        self._entries = OrderedDict(old._entries)
+        self._total = old._total
+        self._active = OrderedDict(old._active)
+        self._active_weight = old._active_weight
+
     def charge_answer(self, tenant: str, completion_tokens: int, now: float) -> None:
         """An answer's output tokens, at `output_weight` each."""
         self.charge(tenant, completion_tokens * self._config.output_weight, now)

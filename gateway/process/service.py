@@ -180,6 +180,7 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
             quality=current.quality,
         )
         gateway.drain, gateway._opened = current.drain, current._opened
+        _carry_tenants(current, gateway)
         _gate_probes(gateway)
         await _start_loops(gateway, loops)
         owned.pop_all()
@@ -189,6 +190,16 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
     current.telemetry.follow(config, gateway.state)
     current.tenancy.follow(config)
     return gateway
+
+
+def _carry_tenants(current: Gateway, new: Gateway) -> None:
+    """Tenants' service outlives a reload that keeps their settings: fairness does not
+    restart from nothing with every config change."""
+    old, admission = current.admission, new.admission
+    if old is None or admission is None:
+        return
+    if current.config.flow_control.tenants == new.config.flow_control.tenants:
+        admission.ledger.carry_over(old.ledger)
 
 
 async def stop_loops(gateway: Gateway) -> None:

@@ -246,3 +246,20 @@ async def test_tenants_are_shared_only_with_redis_and_flow_control(
     assert (replica.admission.ledger.on_charge is not None) is shared
     channels = (await replica.status()).get("channels", {})
     assert ("tenants" in channels) is shared
+
+
+async def test_a_reload_keeps_tenants_service_unless_their_settings_change(
+    start_emulator: StartEmulator, start_replica: StartReplica
+) -> None:
+    engine = await start_emulator()
+    config = make_config({"e": engine.base_url}, flow_control=FLOW)
+    replica = await start_replica(config)
+    await replica.send("A", "a?")
+    served = replica.service("A")["A"]
+    assert served > 0
+    config["flow_control"] = {**FLOW, "max_wait_s": 20}
+    await replica.runtime.apply(parse_config(config))
+    assert replica.service("A")["A"] == pytest.approx(served, rel=0.05)  # decayed a little
+    config["flow_control"] = {**FLOW, "tenants": {"half_life_s": 30}}
+    await replica.runtime.apply(parse_config(config))
+    assert replica.service("A")["A"] == 0, "new settings: service counted afresh"
