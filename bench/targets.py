@@ -42,7 +42,8 @@ ROUTES = {INSTANT.name: "default", PACED.name: "paced"}
 def start_emulator(engine: Engine, workdir: Path, cpus: set[int] | None) -> tuple[Server, int]:
     port = free_port()
     argv = [str(MAIN_BIN / "switchyard"), "emulate", "--port", str(port), "--model", engine.model]
-    argv += ["--token-delay-ms", f"{engine.token_delay_ms:g}"]
+    # Per request and per chunk figures need the same answers every run: max_tokens long.
+    argv += ["--token-delay-ms", f"{engine.token_delay_ms:g}", "--ignore-eos"]
     server = Server(engine.name, argv, workdir / f"{engine.name}.log", cpus=cpus)
     _ready_or_stopped(server, f"http://127.0.0.1:{port}/v1/models", timeout_s=30)
     return server, port

@@ -91,7 +91,8 @@ async def cpu_rounds(
 ) -> tuple[dict[str, list[float]], dict[str, float], Keep]:
     """Process CPU seconds per request, one value per round and variant; and the telemetry
     thread's CPU seconds per record, per variant."""
-    engine = EmulatorServer(EmulatorSettings(models=["m"], token_delay_ms=0.0), port=0)
+    settings = EmulatorSettings(models=["m"], token_delay_ms=0.0, ignore_eos=True)
+    engine = EmulatorServer(settings, port=0)
     await engine.start()
     servers: dict[str, LoopbackServer] = {}
     totals: dict[str, list[float]] = {variant: [] for variant in VARIANTS}

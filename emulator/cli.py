@@ -35,6 +35,9 @@ _SETTING_FLAGS: list[tuple[str, str, type]] = [
     ("--rate-limit-requests-per-minute", "rate_limit_requests_per_minute", int),
     ("--rate-limit-tokens-per-minute", "rate_limit_tokens_per_minute", int),
     ("--api-key", "api_key", str),
+    ("--output-tokens-mean", "output_tokens_mean", float),
+    ("--output-tokens-sigma", "output_tokens_sigma", float),
+    ("--ignore-eos", "ignore_eos", bool),
 ]
 _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--fail-status", "fail_status", int),
@@ -87,21 +90,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, field, kind in _SETTING_FLAGS:
         info = EmulatorSettings.model_fields[field]
         help_text = f"{info.description} (default: {info.default})" if info.description else None
-        parser.add_argument(
-            flag,
-            dest=field,
-            type=kind,
-            choices=_CHOICES.get(field),
-            help=help_text or f"default: {info.default}",
-        )
+        _add_flag(parser, flag, field, kind, help_text or f"default: {info.default}")
     for flag, field, kind in _FAULT_FLAGS:
         info = Faults.model_fields[field]
-        help_text = f"{info.description} (default: {info.default})"
-        if kind is bool:
-            # A switch; None when absent, so the model's default applies.
-            parser.add_argument(flag, dest=field, action="store_true", default=None, help=help_text)
-        else:
-            parser.add_argument(flag, dest=field, type=kind, help=help_text)
+        _add_flag(parser, flag, field, kind, f"{info.description} (default: {info.default})")
+
+
+def _add_flag(
+    parser: argparse.ArgumentParser, flag: str, field: str, kind: type, help_text: str
+) -> None:
+    if kind is bool:
+        # A switch; None when absent, so the model's default applies.
+        parser.add_argument(flag, dest=field, action="store_true", default=None, help=help_text)
+    else:
+        choices = _CHOICES.get(field)
+        parser.add_argument(flag, dest=field, type=kind, choices=choices, help=help_text)
 
 
 def _add_address_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,7 +26,7 @@ from emulator.engine.pacing import Pacer
 from emulator.engine.runtime_state import EmulatorRuntime
 from emulator.fault_injection import RequestFaults
 from emulator.rate_limits import RateState
-from emulator.request_parsing import BadRequest, parse_embeddings, parse_json_body
+from emulator.request_parsing import BadRequest, parse_json_body
 from emulator.timed_response import TimedResponse
 from emulator.timeline import Timeline, plan_timeline
 from emulator.wire.api_format import (
@@ -40,6 +40,7 @@ from emulator.wire.api_format import (
 )
 from emulator.wire.openai_bodies import Payload, embeddings_body
 from emulator.wire.openai_format import OpenAIFormat
+from emulator.wire.openai_request import parse_embeddings
 from emulator.wire.stream_events import StepEvent
 
 _STREAM_ERROR = "Emulated failure mid-stream."
@@ -70,7 +71,7 @@ class InferencePath:
                 return self._error(api, _rate_limited(rate), rate)
             prompt = _visible_prompt(runtime, call)
             faults = runtime.injector.roll(call.generation)
-            choices = generate_choices(call.generation, _style(prompt, faults))
+            choices = generate_choices(call.generation, runtime.lengths, _style(prompt, faults))
             timeline = plan_timeline(runtime, prompt, choices, call.cache_pieces)
         except BadRequest as exc:
             return self._error(api, Failure.of(exc), rate)

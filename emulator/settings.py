@@ -168,6 +168,24 @@ class EmulatorOptions(BaseModel):
         description="Prompt plus maximum output tokens admitted per minute; beyond it: 429 "
         "with Retry-After. Null: no limit.",
     )
+    output_tokens_mean: float = Field(
+        200.0,
+        gt=0,
+        description="Mean length of an answer that ends on its own (a lognormal draw per "
+        "choice, seeded like its words); max_tokens caps it.",
+    )
+    output_tokens_sigma: float = Field(
+        1.0,
+        ge=0,
+        le=3,
+        description="Spread of that draw (the sigma of the length's logarithm); 0: every "
+        "answer is the mean, below max_tokens.",
+    )
+    ignore_eos: bool = Field(
+        False,
+        description="Every answer runs to exactly max_tokens, as if each request asked "
+        "vLLM's ignore_eos: for benchmarks whose figures need fixed output lengths.",
+    )
 
     @model_validator(mode="after")
     def _check_kv_capacity(self) -> Self:

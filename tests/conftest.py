@@ -43,10 +43,14 @@ class RunningGateway:
 
 @pytest.fixture
 async def start_emulator() -> AsyncIterator[StartEmulator]:
+    """Start emulated engines; stop them after. Unless given, the token delay is 0 and
+    answers run to exactly max_tokens (``ignore_eos``): the tests count tokens and chunks;
+    those about answers that end on their own ask for ``ignore_eos=False``."""
     started: list[EmulatorServer] = []
 
     async def start(**settings: Any) -> EmulatorServer:
         settings.setdefault("token_delay_ms", 0.0)
+        settings.setdefault("ignore_eos", True)
         server = EmulatorServer(EmulatorSettings(**settings), host="127.0.0.1", port=0)
         await server.start()
         started.append(server)

@@ -133,6 +133,7 @@ class Harness:
 
     async def __aenter__(self) -> Harness:
         for name in ("faulty", "twin"):
+            # Answers end on their own, as a real engine's do: detection is judged on them.
             settings = EmulatorSettings(models=[MODEL], token_delay_ms=0.0, time_scale=0.0)
             server = EmulatorServer(settings, host="127.0.0.1", port=0)
             await server.start()

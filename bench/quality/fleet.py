@@ -165,7 +165,11 @@ async def run_once(scenario: str, seed: int, limits: FleetLimits) -> RunOutcome:
     burners = start_burners() if scenario == "loaded" else []
     try:
         for index, (name, faults) in enumerate(FLEET.items()):
+            # Real time: the probe cadence is fitted to runs of max_tokens-long answers
+            # (answers that end on their own shorten a run by a third, and fewer probes
+            # fire), so the answers stay exactly max_tokens long.
             settings = EmulatorSettings(
+                ignore_eos=True,
                 token_delay_ms=limits.token_delay_ms,
                 faults={**faults, "seed": seed * 10 + index} if faults else {},
             )

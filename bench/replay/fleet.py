@@ -85,7 +85,7 @@ class FleetPlan:
 def plan_fleet(options: EngineOptions, flags: frozenset[str]) -> FleetPlan:
     speed, cost_model, notes = _speed_flags(options, flags)
     models = [arg for model in options.models for arg in ("--model", model)]
-    common = [*models, "--time-scale", f"{options.time_scale:g}", *speed]
+    common = [*models, "--time-scale", f"{options.time_scale:g}", *speed, *exact_lengths(flags)]
     if "--fleet" in flags and options.count > 1:
         base = free_port_range(options.count)
         argv = [*GATEWAY_CLI, "emulate", "--fleet", str(options.count), "--port", str(base)]
@@ -94,6 +94,12 @@ def plan_fleet(options: EngineOptions, flags: frozenset[str]) -> FleetPlan:
     ports = [free_port_range(1) for _ in range(options.count)]
     argvs = [[*GATEWAY_CLI, "emulate", "--port", str(port), *common] for port in ports]
     return FleetPlan(argvs, ports, cost_model, notes)
+
+
+def exact_lengths(flags: frozenset[str]) -> list[str]:
+    """A trace's `max_tokens` is the answer's length (FORMAT.md): every answer runs to it.
+    An emulator older than the end-of-sequence draw always did, and has no flag for it."""
+    return ["--ignore-eos"] if "--ignore-eos" in flags else []
 
 
 def _speed_flags(options: EngineOptions, flags: frozenset[str]) -> tuple[list[str], str, list[str]]:

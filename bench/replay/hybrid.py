@@ -148,6 +148,7 @@ def plan_hybrid(options: EngineOptions) -> HybridPlan:
 def _local_settings(options: EngineOptions) -> dict[str, Any]:
     return {
         "models": list(options.models),
+        "ignore_eos": True,  # a trace's max_tokens is the answer's length (FORMAT.md)
         "time_scale": options.time_scale,
         "cost_model": "batched",
         "kv_capacity_tokens": LOCAL_KV_TOKENS,
@@ -174,6 +175,7 @@ def _cloud_settings(cloud: CloudSpec, options: EngineOptions, scale: float) -> d
     # The emulator scales its delays itself; TTLs and buckets run on the wall clock.
     return {
         "models": list(options.models),
+        "ignore_eos": True,
         "time_scale": options.time_scale,
         "cost_model": "linear",
         "base_latency_ms": cloud.base_latency_ms,

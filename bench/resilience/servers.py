@@ -107,6 +107,8 @@ def start_engine(name: str, spec: EngineSpec, workdir: Path) -> tuple[int, Serve
     argv = [str(MAIN_BIN / "switchyard"), "emulate", "--port", str(port), "--model", MODEL]
     argv += ["--token-delay-ms", f"{spec.token_delay_ms:g}"]
     argv += ["--base-latency-ms", f"{spec.base_latency_ms:g}"]
+    # Streams held open and load rates are planned in tokens: answers run to max_tokens.
+    argv += ["--ignore-eos"]
     server = Server(name, argv, workdir / f"{name}.log")
     try:
         server.wait_ready(f"http://127.0.0.1:{port}/v1/models", timeout_s=60)

@@ -1,8 +1,11 @@
 """What each choice says: words, JSON or a tool call, cut at stop strings, deterministically.
 
-An ``AnswerStyle`` bends that for faults (loops, a substituted model, broken tool calls)
-and for a known answer (needle retrieval). A request that asks the model to think gets
-its thinking first: words of their own, decoded like the answer, before it.
+How long a text answer or a tool call's text runs is the engine's end-of-sequence draw
+(``answer_length.py``): it ends on its own before ``max_tokens``, or runs to exactly
+``max_tokens`` when the request or the engine asks for ``ignore_eos``. An ``AnswerStyle``
+bends that for faults (loops, a substituted model, broken tool calls) and for a known
+answer (needle retrieval). A request that asks the model to think gets its thinking
+first: words of their own, decoded like the answer, before it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass, replace
 
 import orjson
 
+from emulator.content.answer_length import AnswerLengths
 from emulator.content.text import (
     TOKENS,
     choice_seed,
@@ -84,23 +88,31 @@ HEALTHY = AnswerStyle()
 
 
 def generate_choices(
-    request: GenerationRequest, style: AnswerStyle = HEALTHY
+    request: GenerationRequest, lengths: AnswerLengths, style: AnswerStyle = HEALTHY
 ) -> list[ChoiceOutput]:
-    """``n`` choices per prompt, indexed prompt-major as OpenAI's completions endpoint does."""
-    sampling = request.sampling
+    """``n`` choices per prompt, indexed prompt-major as OpenAI's completions endpoint does;
+    ``lengths`` is the engine's end-of-sequence draw."""
+    sampling, draw = request.sampling, _Draw(lengths, style)
     outputs: list[ChoiceOutput] = []
     for prompt_index, prompt in enumerate(request.prompts):
         base = sampling.seed if sampling.seed is not None else seed_from_text(prompt)
         for choice in range(sampling.n):
             index = prompt_index * sampling.n + choice
-            outputs.append(_one_choice(request, index, choice_seed(base, choice), style))
+            outputs.append(_one_choice(request, index, choice_seed(base, choice), draw))
     return outputs
 
 
-def _one_choice(
-    request: GenerationRequest, index: int, seed: int, style: AnswerStyle
-) -> ChoiceOutput:
-    answer = _answer(request, index, seed, style)
+@dataclass(frozen=True, slots=True)
+class _Draw:
+    """What decides a choice beyond its request: the length draw and the answer's style."""
+
+    lengths: AnswerLengths
+    style: AnswerStyle
+
+
+def _one_choice(request: GenerationRequest, index: int, seed: int, draw: _Draw) -> ChoiceOutput:
+    style = draw.style
+    answer = _answer(request, index, seed, draw)
     if not request.thinking_tokens:
         return answer
     thinking = _words(seed ^ _THINKING_SEED, request.thinking_tokens, style.substitute)
@@ -112,10 +124,12 @@ def _one_choice(
     )
 
 
-def _answer(request: GenerationRequest, index: int, seed: int, style: AnswerStyle) -> ChoiceOutput:
+def _answer(request: GenerationRequest, index: int, seed: int, draw: _Draw) -> ChoiceOutput:
+    style = draw.style
     if request.tool is not None:
-        return _tool_choice(request.tool, index, request.max_tokens, style.tool_fault)
-    pieces, finish = _content(request, seed, style)
+        padded_to = request.max_tokens if _exact(request, draw.lengths) else 0
+        return _tool_choice(request.tool, index, padded_to, style.tool_fault)
+    pieces, finish = _content(request, seed, draw)
     tokens = len(pieces)
     stops = request.sampling.stop
     stopped = cut_at_stop(pieces, stops) if stops else None
@@ -128,9 +142,13 @@ def _answer(request: GenerationRequest, index: int, seed: int, style: AnswerStyl
     return ChoiceOutput(index, pieces, finish, tokens, logprob_salt=salt, stop_sequence=matched)
 
 
-def _content(request: GenerationRequest, seed: int, style: AnswerStyle) -> tuple[list[str], str]:
+def _exact(request: GenerationRequest, lengths: AnswerLengths) -> bool:
+    return request.ignore_eos or lengths.ignore_eos
+
+
+def _content(request: GenerationRequest, seed: int, draw: _Draw) -> tuple[list[str], str]:
     """A text answer's pieces and finish reason, before stop strings."""
-    max_tokens = request.max_tokens
+    max_tokens, style = request.max_tokens, draw.style
     if style.loop:
         phrase = _words(seed, _LOOP_PHRASE_TOKENS, style.substitute)
         return (phrase * (max_tokens // len(phrase) + 1))[:max_tokens], "length"
@@ -140,10 +158,13 @@ def _content(request: GenerationRequest, seed: int, style: AnswerStyle) -> tuple
     if request.json_schema is not None:
         document = example_for_schema(request.json_schema)
         return split_pieces(orjson.dumps(document if document is not None else {}).decode()), "stop"
+    length = draw.lengths.draw(
+        seed, max_tokens, min_tokens=request.min_tokens, ignore_eos=request.ignore_eos
+    )
     if request.json_object:
-        words = _words(seed, max(0, max_tokens - 2), style.substitute)
+        words = _words(seed, max(0, length.tokens - 2), style.substitute)
         return ['{"text": "', *words, '"}'], "stop"
-    return _words(seed, max_tokens, style.substitute), "length"
+    return _words(seed, length.tokens, style.substitute), length.finish_reason
 
 
 def _words(seed: int, count: int, substitute: bool) -> list[str]:
@@ -162,7 +183,7 @@ def _next_token(token: str) -> str:
 
 
 def _tool_choice(
-    tool: ToolSpec, index: int, max_tokens: int, fault: ToolFault | None
+    tool: ToolSpec, index: int, padded_to: int, fault: ToolFault | None
 ) -> ChoiceOutput:
     arguments = example_for_schema(tool.parameters)
     # A function always receives an object, even when its schema is odd or empty.
@@ -171,9 +192,9 @@ def _tool_choice(
     if fault is not None:
         name, text = corrupt_tool_call(tool, arguments, fault)
     pieces = split_pieces(text)
-    # Benchmarks need exactly max_tokens of decode work: pad with whitespace, which JSON
-    # allows after the object, so the arguments still parse.
-    pieces += [" "] * max(0, max_tokens - len(pieces))
+    # An exact length (ignore_eos) is max_tokens of decode work: pad with whitespace,
+    # which JSON allows after the object, so the arguments still parse.
+    pieces += [" "] * max(0, padded_to - len(pieces))
     return ChoiceOutput(
         index=index,
         pieces=pieces,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from emulator.content.answer_length import AnswerLengths
 from emulator.engine.kv_cache import KVCache
 from emulator.engine.metrics import EngineCounters, EngineSnapshot
 from emulator.engine.prompt_blocks import PromptHasher
@@ -55,6 +56,9 @@ class EmulatorRuntime:
         self.timing: TimingModel = timing or LinearTiming.from_settings(settings)
         # A copy: the settings stay frozen while PUT /emulator/faults replaces this.
         self.injector = FaultInjector(settings.faults.model_copy())
+        self.lengths = AnswerLengths(
+            settings.output_tokens_mean, settings.output_tokens_sigma, settings.ignore_eos
+        )
         self.stats = EmulatorStats()
         self.counters = EngineCounters()
         self.limiter = RateLimiter(

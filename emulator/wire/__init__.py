@@ -1,5 +1,7 @@
 """The emulator's front doors: OpenAI's, Anthropic's and Gemini's wire formats over the one
-engine (`api_format.py` is the contract), their response bodies (`openai_bodies.py`), SSE
+engine (`api_format.py` is the contract), their requests as pydantic models
+(`openai_request.py`, `anthropic_request.py`, `gemini_request.py`) and the one way their
+refusals name a field (`validation.py`), their response bodies (`openai_bodies.py`), SSE
 events (`stream_events.py`), the chat form the non-OpenAI formats build (`chat_form.py`)
 and Anthropic's cache order (`anthropic_cache.py`).
 

@@ -1,10 +1,11 @@
 """Anthropic's Messages API as a front door: ``POST /v1/messages``, its model list, its errors.
 
-A request becomes the engine's chat form (``chat_form.py``): the system prompt, then each
-message's text, its ``tool_use`` blocks as tool calls and its ``tool_result`` blocks as tool
-messages; tools as functions with their input schemas. ``thinking`` asks for thinking
-before the answer: ``min(budget_tokens, max_tokens // 2)`` tokens of it, and the answer
-gets the rest of ``max_tokens``. The answer is a ``message`` of thinking, text or tool_use blocks,
+A request, checked against ``anthropic_request.py``'s models, becomes the engine's chat
+form (``chat_form.py``): the system prompt, then each message's text, its ``tool_use``
+blocks as tool calls and its ``tool_result`` blocks as tool messages; tools as functions
+with their input schemas. ``thinking`` asks for thinking before the answer:
+``min(budget_tokens, max_tokens // 2)`` tokens of it, and the answer may take the rest of
+``max_tokens``. The answer is a ``message`` of thinking, text or tool_use blocks,
 whole or as Anthropic's stream of events. In its usage, ``input_tokens`` are the prompt
 tokens no cache held and ``cache_read_input_tokens`` those one did: the batched engine's
 KV cache (which fills itself: no writes), or an explicit provider prompt cache
@@ -25,8 +26,18 @@ import orjson
 
 from emulator.content.generation import ChoiceOutput
 from emulator.rate_limits import RateState, reset_time
-from emulator.request_parsing import MAX_TOKENS_LIMIT, BadRequest, parse_chat
+from emulator.request_parsing import BadRequest
 from emulator.wire.anthropic_cache import cache_pieces
+from emulator.wire.anthropic_request import (
+    Message,
+    MessagesRequest,
+    TextBlock,
+    Thinking,
+    Tool,
+    ToolChoice,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from emulator.wire.api_format import (
     JSON_HEADERS,
     EngineCall,
@@ -40,7 +51,9 @@ from emulator.wire.api_format import (
 from emulator.wire.chat_form import chat_messages, chat_turn, function_tool, tool_call
 from emulator.wire.openai_bodies import Payload
 from emulator.wire.openai_format import retry_after
+from emulator.wire.openai_request import parse_chat
 from emulator.wire.stream_events import StepEvent, UsageSource
+from emulator.wire.validation import anthropic_bad_request, validated
 
 VERSION_HEADER = "anthropic-version"
 MIN_THINKING_BUDGET = 1024
@@ -60,7 +73,7 @@ _ERROR_TYPES = {
     529: "overloaded_error",
 }
 _STOP_REASONS = {"length": "max_tokens", "tool_calls": "tool_use"}
-_TOOL_CHOICES: dict[str, str] = {"auto": "auto", "any": "required", "none": "none"}
+_TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 _PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 _MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 _MODELS_CREATED_AT = "2025-01-01T00:00:00Z"
@@ -85,20 +98,20 @@ class AnthropicFormat:
         return None
 
     def read(self, inbound: Inbound) -> EngineCall:
-        body = inbound.body
-        max_tokens = _max_tokens(body)
-        thinking = _thinking_tokens(body.get("thinking"), max_tokens)
+        request = validated(MessagesRequest, inbound.body, anthropic_bad_request)
+        thinking = _thinking_tokens(request.thinking, request.max_tokens)
+        system = _text_of(request.system)
         prompt: Json = {
-            "model": body.get("model"),
-            "messages": _chat_messages(body),
-            "max_tokens": max_tokens - thinking,
-            "stop": _stop_sequences(body.get("stop_sequences")),
-            "stream": body.get("stream"),
-            **_chat_tools(body.get("tools"), body.get("tool_choice")),
+            "model": request.model,
+            "messages": chat_messages(system, map(_chat_turn, request.messages)),
+            "max_tokens": request.max_tokens - thinking,
+            "stop": request.stop_sequences,
+            "stream": request.stream,
+            **_chat_tools(request.tools, request.tool_choice),
         }
         generation = replace(parse_chat(prompt), thinking_tokens=thinking)
         writer = AnthropicAnswer(generation.model)
-        return EngineCall(generation, prompt, writer, cache_pieces=cache_pieces(body))
+        return EngineCall(generation, prompt, writer, cache_pieces=cache_pieces(inbound.body))
 
     def error(self, failure: Failure) -> ErrorReply:
         error_type = _ERROR_TYPES.get(failure.status)
@@ -275,26 +288,12 @@ def _event(data: Json) -> bytes:
 # --- reading a request ------------------------------------------------------------------
 
 
-def _max_tokens(body: Json) -> int:
-    value = body.get("max_tokens")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest("max_tokens: Field required (an integer)", "max_tokens")
-    if not 1 <= value <= MAX_TOKENS_LIMIT:
-        raise BadRequest(f"max_tokens: must be between 1 and {MAX_TOKENS_LIMIT}", "max_tokens")
-    return value
-
-
-def _thinking_tokens(thinking: object, max_tokens: int) -> int:
+def _thinking_tokens(thinking: Thinking | None, max_tokens: int) -> int:
     """How many tokens of thinking the answer starts with."""
-    if thinking is None:
+    if thinking is None or thinking.type == "disabled":
         return 0
-    kind = thinking.get("type") if isinstance(thinking, dict) else None
-    if kind == "disabled":
-        return 0
-    if kind != "enabled" or not isinstance(thinking, dict):
-        raise BadRequest("thinking.type: must be 'enabled' or 'disabled'", "thinking.type")
-    budget = thinking.get("budget_tokens")
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < MIN_THINKING_BUDGET:
+    budget = thinking.budget_tokens
+    if budget is None or budget < MIN_THINKING_BUDGET:
         message = f"thinking.budget_tokens: must be at least {MIN_THINKING_BUDGET}"
         raise BadRequest(message, "thinking.budget_tokens")
     if budget >= max_tokens:
@@ -303,77 +302,45 @@ def _thinking_tokens(thinking: object, max_tokens: int) -> int:
     return min(budget, max_tokens // 2)
 
 
-def _stop_sequences(value: object) -> list[str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise BadRequest("stop_sequences: must be an array of strings", "stop_sequences")
-    return value
-
-
-def _chat_messages(body: Json) -> list[Json]:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("messages: at least one message is required", "messages")
-    return chat_messages(_text_of(body.get("system")), map(_chat_turn, messages))
-
-
-def _chat_turn(message: object) -> list[Json]:
+def _chat_turn(message: Message) -> list[Json]:
     """One message as chat messages: its tool results first, then its text and tool uses."""
-    role = message.get("role") if isinstance(message, dict) else None
-    if role not in ("user", "assistant") or not isinstance(message, dict):
-        raise BadRequest("messages: each message needs the role 'user' or 'assistant'", "messages")
-    content = message.get("content")
+    content = message.content
     if isinstance(content, str):
-        return [{"role": role, "content": content}]
-    if not isinstance(content, list):
-        raise BadRequest("messages: content must be a string or an array of blocks", "messages")
-    blocks = [block for block in content if isinstance(block, dict)]
-    results = [_text_of(b.get("content")) for b in blocks if b.get("type") == "tool_result"]
-    texts = [str(block.get("text", "")) for block in blocks if block.get("type") == "text"]
+        return [{"role": message.role, "content": content}]
+    results = [_text_of(block.content) for block in content if isinstance(block, ToolResultBlock)]
+    texts = [block.text for block in content if isinstance(block, TextBlock)]
     calls = [
-        tool_call(block.get("id"), block.get("name"), block.get("input"))
-        for block in blocks
-        if block.get("type") == "tool_use"
+        tool_call(block.id, block.name, block.input)
+        for block in content
+        if isinstance(block, ToolUseBlock)
     ]
-    return chat_turn(role, results, texts, calls)
+    return chat_turn(message.role, results, texts, calls)
 
 
-def _text_of(content: object) -> str:
+def _text_of(content: str | Sequence[object] | None) -> str:
     """A system prompt's or tool result's text: a string, or its text blocks joined."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(
-            str(block.get("text", ""))
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
-    return ""
+    return "".join(block.text for block in content or () if isinstance(block, TextBlock))
 
 
-def _chat_tools(tools: object, choice: object) -> Json:
+def _chat_tools(tools: list[Tool] | None, choice: ToolChoice | None) -> Json:
     """Client tools (those with an input schema) as chat functions, and the tool choice."""
-    if tools is None:
-        return {}
-    if not isinstance(tools, list):
-        raise BadRequest("tools: must be an array", "tools")
     functions = [
-        function_tool(tool.get("name"), schema)
-        for tool in tools
-        if isinstance(tool, dict) and isinstance(schema := tool.get("input_schema"), dict)
+        function_tool(tool.name, tool.input_schema)
+        for tool in tools or ()
+        if tool.input_schema is not None
     ]
     if not functions:
         return {}
     return {"tools": functions, "tool_choice": _chat_tool_choice(choice)}
 
 
-def _chat_tool_choice(choice: object) -> object:
+def _chat_tool_choice(choice: ToolChoice | None) -> object:
     if choice is None:
         return "auto"
-    kind = choice.get("type") if isinstance(choice, dict) else None
-    if isinstance(kind, str) and kind in _TOOL_CHOICES:
-        return _TOOL_CHOICES[kind]
-    if kind == "tool" and isinstance(choice, dict):
-        return {"type": "function", "function": {"name": choice.get("name")}}
-    raise BadRequest("tool_choice.type: must be auto, any, tool or none", "tool_choice")
+    if choice.type != "tool":
+        return _TOOL_CHOICES[choice.type]
+    if choice.name is None:
+        raise BadRequest("tool_choice.name: Field required", "tool_choice.name")
+    return {"type": "function", "function": {"name": choice.name}}

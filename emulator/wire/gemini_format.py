@@ -1,7 +1,9 @@
 """Google's Gemini API as a front door: ``models/{model}:generateContent``, its stream
 (``:streamGenerateContent?alt=sse``), its model list and its errors.
 
-A request becomes the engine's chat form (``chat_form.py``): ``systemInstruction``, then
+A request, checked against ``gemini_request.py``'s models (a refusal names its field in a
+``google.rpc.BadRequest`` detail too), becomes the engine's chat form (``chat_form.py``):
+``systemInstruction``, then
 each content's text (``model`` turns as the assistant), ``functionCall`` parts as tool
 calls and ``functionResponse`` parts as tool messages; function declarations as functions
 with their schemas. A ``thinkingConfig`` budget (or level) asks for thinking before the
@@ -15,13 +17,12 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
 
 import orjson
 
 from emulator.content.generation import ChoiceOutput
 from emulator.rate_limits import RateState
-from emulator.request_parsing import DEFAULT_MAX_TOKENS, MAX_CHOICES, BadRequest, parse_chat
+from emulator.request_parsing import DEFAULT_CHAT_MAX_TOKENS, BadRequest
 from emulator.wire.api_format import (
     JSON_HEADERS,
     EngineCall,
@@ -33,10 +34,22 @@ from emulator.wire.api_format import (
     TokenCounts,
 )
 from emulator.wire.chat_form import chat_messages, chat_turn, function_tool, tool_call
+from emulator.wire.gemini_request import (
+    OUTPUT_TOKEN_LIMIT,
+    Content,
+    FunctionDeclaration,
+    GenerateContentRequest,
+    GenerationConfig,
+    Part,
+    ThinkingConfig,
+    ToolConfig,
+)
+from emulator.wire.openai_request import parse_chat
 from emulator.wire.stream_events import StepEvent, UsageSource
+from emulator.wire.validation import gemini_bad_request, validated
 
 RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
-OUTPUT_TOKEN_LIMIT = 65_536
+BAD_REQUEST_INFO = "type.googleapis.com/google.rpc.BadRequest"
 STREAM_ERROR_STATUS = 503
 
 _STATUS_NAMES = {
@@ -77,20 +90,25 @@ class GeminiFormat:
     def read(self, inbound: Inbound) -> EngineCall:
         if self.streaming and inbound.query.get("alt") != "sse":
             raise BadRequest("The emulator streams Server-Sent Events only: add ?alt=sse.", "alt")
-        body, model = inbound.body, inbound.path["model"]
-        config = _object(_field(body, "generationConfig"), "generationConfig")
-        max_tokens = _int(config, "maxOutputTokens", DEFAULT_MAX_TOKENS, 1)
-        thinking, shown = _thinking(_field(config, "thinkingConfig"), max_tokens)
+        request = validated(GenerateContentRequest, inbound.body, gemini_bad_request)
+        model = inbound.path["model"]
+        config = request.generation_config or GenerationConfig()
+        max_tokens = config.max_output_tokens or DEFAULT_CHAT_MAX_TOKENS
+        thinking, shown = _thinking(config.thinking_config, max_tokens)
+        system = request.system_instruction
         prompt: Json = {
             "model": model,
-            "messages": _chat_messages(body),
+            "messages": chat_messages(
+                "".join(_texts(system.parts)) if system else "",
+                map(_chat_turn, request.contents),
+            ),
             "max_tokens": max_tokens - thinking,
-            "n": _int(config, "candidateCount", 1, 1, MAX_CHOICES),
-            "seed": _field(config, "seed"),
-            "stop": _field(config, "stopSequences"),
+            "n": config.candidate_count or 1,
+            "seed": config.seed,
+            "stop": config.stop_sequences,
             "stream": self.streaming,
             **_response_format(config),
-            **_chat_tools(body),
+            **_chat_tools(request),
         }
         generation = replace(parse_chat(prompt), thinking_tokens=thinking)
         return EngineCall(generation, prompt, GeminiAnswer(model, show_thoughts=shown))
@@ -104,13 +122,20 @@ class GeminiFormat:
 
 
 def error_object(failure: Failure) -> Json:
-    """``{code, message, status}``, with a RetryInfo detail when a wait is known."""
+    """``{code, message, status}``, with a RetryInfo detail when a wait is known and a
+    BadRequest detail naming the field a refused request got wrong."""
     status = failure.status
     name = _STATUS_NAMES.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
     error: Json = {"code": status, "message": failure.message, "status": name}
+    details: list[Json] = []
     if failure.retry_after_s is not None:
         delay = f"{round(failure.retry_after_s, 3):g}s"
-        error["details"] = [{"@type": RETRY_INFO, "retryDelay": delay}]
+        details.append({"@type": RETRY_INFO, "retryDelay": delay})
+    if status == 400 and failure.param is not None:
+        violation = {"field": failure.param, "description": failure.message}
+        details.append({"@type": BAD_REQUEST_INFO, "fieldViolations": [violation]})
+    if details:
+        error["details"] = details
     return error
 
 
@@ -239,53 +264,23 @@ def _usage_metadata(choices: Sequence[ChoiceOutput], usage: Json) -> Json:
 # --- reading a request ------------------------------------------------------------------
 
 
-def _field(body: Json, name: str) -> Any:
-    """A field by its JSON name or its proto name (``generationConfig``, ``generation_config``)."""
-    if name in body:
-        return body[name]
-    snake = "".join(f"_{char.lower()}" if char.isupper() else char for char in name)
-    return body.get(snake)
-
-
-def _object(value: object, name: str) -> Json:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise BadRequest(f"Invalid value at '{name}': must be an object.", name)
-    return value
-
-
-def _int(
-    config: Json, name: str, default: int, minimum: int, maximum: int = OUTPUT_TOKEN_LIMIT
-) -> int:
-    value = _field(config, name)
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        message = f"Invalid value at 'generation_config.{name}': between {minimum} and {maximum}."
-        raise BadRequest(message, name)
-    return value
-
-
-def _thinking(config: object, max_tokens: int) -> tuple[int, bool]:
+def _thinking(config: ThinkingConfig | None, max_tokens: int) -> tuple[int, bool]:
     """Thinking tokens before the answer, and whether thought parts are shown."""
-    thinking = _object(config, "thinkingConfig")
-    budget = _field(thinking, "thinkingBudget")
-    level = _field(thinking, "thinkingLevel")
-    if budget is None and isinstance(level, str):
-        budget = _THINKING_LEVELS.get(level.upper())
+    if config is None:
+        return 0, False
+    budget = config.thinking_budget
+    if budget is None and config.thinking_level is not None:
+        budget = _THINKING_LEVELS.get(config.thinking_level.upper())
     if budget == -1:  # dynamic: the model decides; the emulator takes the most it may
         budget = max_tokens
-    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int)):
-        raise BadRequest("Invalid value at 'thinking_config.thinking_budget'.", "thinkingBudget")
-    tokens = min(budget or 0, max_tokens // 2)
-    return max(0, tokens), bool(_field(thinking, "includeThoughts")) and tokens > 0
+    tokens = max(0, min(budget or 0, max_tokens // 2))
+    return tokens, bool(config.include_thoughts) and tokens > 0
 
 
-def _response_format(config: Json) -> Json:
-    if _field(config, "responseMimeType") != "application/json":
+def _response_format(config: GenerationConfig) -> Json:
+    if config.response_mime_type != "application/json":
         return {}
-    schema = _field(config, "responseJsonSchema") or _field(config, "responseSchema")
+    schema = config.response_json_schema or config.response_schema
     if schema is None:
         return {"response_format": {"type": "json_object"}}
     spec = {"name": "response", "schema": _json_schema(schema)}
@@ -304,70 +299,51 @@ def _json_schema(schema: object) -> object:
     return schema
 
 
-def _chat_messages(body: Json) -> list[Json]:
-    contents = body.get("contents")
-    if not isinstance(contents, list) or not contents:
-        raise BadRequest("* GenerateContentRequest.contents: contents is not specified", "contents")
-    system = _object(_field(body, "systemInstruction"), "systemInstruction")
-    return chat_messages("".join(_texts(system.get("parts"))), map(_chat_turn, contents))
-
-
-def _chat_turn(content: object) -> list[Json]:
+def _chat_turn(content: Content) -> list[Json]:
     """One content as chat messages: function responses, then its text and calls."""
-    turn = _object(content, "contents")
-    role = "assistant" if turn.get("role") == "model" else "user"
-    parts = [part for part in turn.get("parts") or [] if isinstance(part, dict)]
+    role = "assistant" if content.role == "model" else "user"
+    parts = content.parts
     results = [
-        orjson.dumps(response).decode()
+        orjson.dumps(part.function_response.model_dump(exclude_none=True)).decode()
         for part in parts
-        if (response := _field(part, "functionResponse")) is not None
+        if part.function_response is not None
     ]
     calls = [
-        tool_call(f"call_{index}", call.get("name"), call.get("args"))
+        tool_call(f"call_{index}", part.function_call.name, part.function_call.args)
         for index, part in enumerate(parts)
-        if isinstance(call := _field(part, "functionCall"), dict)
+        if part.function_call is not None
     ]
     return chat_turn(role, results, _texts(parts), calls)
 
 
-def _texts(parts: object) -> list[str]:
+def _texts(parts: list[Part]) -> list[str]:
     """The text of parts that are not thoughts (earlier turns' thoughts are not replayed)."""
-    if not isinstance(parts, list):
-        return []
-    return [
-        part["text"]
-        for part in parts
-        if isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
-    ]
+    return [part.text for part in parts if part.text is not None and not part.thought]
 
 
-def _chat_tools(body: Json) -> Json:
-    tools = body.get("tools")
+def _chat_tools(request: GenerateContentRequest) -> Json:
     declarations = [
         declaration
-        for tool in (tools if isinstance(tools, list) else [])
-        if isinstance(tool, dict)
-        for declaration in _field(tool, "functionDeclarations") or []
-        if isinstance(declaration, dict)
+        for tool in request.tools or ()
+        for declaration in tool.function_declarations or ()
     ]
     if not declarations:
         return {}
-    functions = [function_tool(d.get("name"), _parameters(d)) for d in declarations]
-    return {"tools": functions, "tool_choice": _tool_choice(body)}
+    functions = [function_tool(d.name, _parameters(d)) for d in declarations]
+    return {"tools": functions, "tool_choice": _tool_choice(request.tool_config)}
 
 
-def _parameters(declaration: Json) -> object:
-    schema = _field(declaration, "parametersJsonSchema")
-    if schema is None:
-        schema = _json_schema(declaration.get("parameters"))
+def _parameters(declaration: FunctionDeclaration) -> object:
+    schema = declaration.parameters_json_schema or _json_schema(declaration.parameters)
     return schema or {"type": "object"}
 
 
-def _tool_choice(body: Json) -> object:
-    tool_config = _object(_field(body, "toolConfig"), "toolConfig")
-    calling = _object(_field(tool_config, "functionCallingConfig"), "functionCallingConfig")
-    mode = str(calling.get("mode") or "AUTO").upper()
-    allowed = _field(calling, "allowedFunctionNames")
-    if mode in ("ANY", "VALIDATED") and isinstance(allowed, list) and allowed:
+def _tool_choice(tool_config: ToolConfig | None) -> object:
+    calling = tool_config.function_calling_config if tool_config is not None else None
+    if calling is None:
+        return "auto"
+    mode = (calling.mode or "AUTO").upper()
+    allowed = calling.allowed_function_names
+    if mode in ("ANY", "VALIDATED") and allowed:
         return {"type": "function", "function": {"name": allowed[0]}}
     return _CALLING_MODES.get(mode, "auto")

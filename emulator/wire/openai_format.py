@@ -1,8 +1,9 @@
 """OpenAI's wire format as a front door: chat and text completions, errors, rate headers.
 
-The bodies and chunks themselves are ``openai_bodies.py``'s and ``stream_events.py``'s;
-this module binds them to one request and adds what surrounds them: the bearer key,
-OpenAI's error types and its ``x-ratelimit-*`` headers.
+Requests are read by ``openai_request.py``; the bodies and chunks are
+``openai_bodies.py``'s and ``stream_events.py``'s. This module binds them to one request
+and adds what surrounds them: the bearer key, OpenAI's error types and its
+``x-ratelimit-*`` headers.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from emulator.content.generation import ChoiceOutput
 from emulator.rate_limits import Budget, RateState
-from emulator.request_parsing import GenerationRequest, parse_chat, parse_completion
+from emulator.request_parsing import GenerationRequest
 from emulator.wire.api_format import (
     JSON_HEADERS,
     EngineCall,
@@ -30,6 +31,7 @@ from emulator.wire.openai_bodies import (
     error_body,
     error_event,
 )
+from emulator.wire.openai_request import parse_chat, parse_completion
 from emulator.wire.stream_events import StepEvent, UsageSource, chat_events, completion_events
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error"}

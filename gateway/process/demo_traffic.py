@@ -74,7 +74,8 @@ def _next_request(
     body: dict[str, Any] = {
         "model": route,
         "messages": list(chat),
-        "max_tokens": rng.choice([16, 32, 64]),
+        # Caps above most answers: the emulated engines' answers end on their own.
+        "max_tokens": rng.choice([256, 512, 1024]),
         "stream": stream,
         "user": f"demo-{index}",
     }

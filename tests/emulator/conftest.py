@@ -18,11 +18,15 @@ MODEL = "emulated-model"
 
 @pytest.fixture
 async def start_emulator() -> AsyncIterator[StartEmulator]:
-    """Start emulators with the given settings (token delay 0 unless given); stop them after."""
+    """Start emulators with the given settings; stop them after. Unless given, the token
+    delay is 0 and answers run to exactly max_tokens (``ignore_eos``): these tests count
+    tokens, chunks and events. The end-of-sequence draw has tests of its own
+    (``test_answer_lengths.py``), which ask for ``ignore_eos=False``."""
     started: list[EmulatorServer] = []
 
     async def start(**settings: Any) -> EmulatorServer:
         settings.setdefault("token_delay_ms", 0.0)
+        settings.setdefault("ignore_eos", True)
         server = EmulatorServer(EmulatorSettings(**settings))
         await server.start()
         started.append(server)

@@ -6,6 +6,7 @@ import httpx
 import orjson
 import pytest
 
+from emulator.request_parsing import DEFAULT_CHAT_MAX_TOKENS
 from tests.emulator.conftest import MODEL, chat_request, sse_payloads
 
 WEATHER_TOOL = {
@@ -62,7 +63,8 @@ async def test_chat_returns_exactly_max_tokens(client: httpx.AsyncClient) -> Non
 
 
 @pytest.mark.parametrize(
-    ("fields", "tokens"), [({}, 16), ({"max_completion_tokens": 3, "max_tokens": 9}, 3)]
+    ("fields", "tokens"),
+    [({}, DEFAULT_CHAT_MAX_TOKENS), ({"max_completion_tokens": 3, "max_tokens": 9}, 3)],
 )
 async def test_max_tokens_defaults(
     client: httpx.AsyncClient, fields: dict[str, int], tokens: int

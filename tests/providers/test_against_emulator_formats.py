@@ -43,13 +43,15 @@ Open = Callable[..., Awaitable[tuple[EmulatorServer, Provider]]]
 
 @pytest.fixture
 async def open_adapter() -> AsyncIterator[Open]:
-    """An emulator (key required) and an adapter of `kind` opened on it; both closed after."""
+    """An emulator (key required; answers exactly max_tokens long unless told otherwise)
+    and an adapter of `kind` opened on it; both closed after."""
     opened: list[tuple[EmulatorServer, Provider]] = []
 
     async def start(
         kind: BackendKind, key: str = KEY, **options: Any
     ) -> tuple[EmulatorServer, Provider]:
-        settings = EmulatorSettings(token_delay_ms=0, api_key=KEY, **options)
+        options = {"token_delay_ms": 0, "ignore_eos": True, **options}
+        settings = EmulatorSettings(api_key=KEY, **options)
         engine = EmulatorServer(settings)
         await engine.start()
         backend = ProviderSettings(

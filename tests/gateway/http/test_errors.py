@@ -46,7 +46,7 @@ def gw(small_body_gw: RunningGateway) -> RunningGateway:
         ),
         (
             "/v1/chat/completions",
-            b'{"model": "default", "messages": [{"role": "user"}], "stream": "yes"}',
+            b'{"model": "default", "messages": [{"role": "user", "content": ""}], "stream": "yes"}',
             400,
             None,
             "stream",

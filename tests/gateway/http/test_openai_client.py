@@ -96,7 +96,8 @@ async def fleet() -> AsyncIterator[Fleet]:
     async with contextlib.AsyncExitStack() as stack:
         urls = {}
         for name in ("engine-a", "engine-b"):
-            engine = EmulatorServer(EmulatorSettings(token_delay_ms=0))
+            # Answers exactly max_tokens long: the tests count tokens and chunks.
+            engine = EmulatorServer(EmulatorSettings(token_delay_ms=0, ignore_eos=True))
             await stack.enter_async_context(engine)
             urls[name] = engine.base_url
         config = make_config(urls, profile=PROFILE, policies=POLICIES)

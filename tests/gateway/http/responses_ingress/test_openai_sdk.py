@@ -92,6 +92,71 @@ async def test_stream_helper_and_a_function_call_round_trip(client: openai.Async
     assert answer.output_text
 
 
+async def test_an_answer_that_ends_on_its_own_completes_the_stream_helper(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    # The engine's answers end on their own, as a real engine's do: no max_output_tokens
+    # asked, the response is "completed" and the stream helper gets its final response.
+    engine = await start_emulator(ignore_eos=False)
+    gw = await start_gateway(make_config({"only": engine.base_url}))
+    sdk = openai.AsyncOpenAI(base_url=gw.url + "/v1", api_key="unused", max_retries=0)
+    try:
+        async with sdk.responses.stream(model="default", input="hello there") as stream:
+            async for _ in stream:
+                pass
+            response = await stream.get_final_response()
+        assert response.status == "completed" and response.incomplete_details is None
+        assert response.output_text and response.usage is not None
+        whole = await sdk.responses.create(model="default", input="hello there")
+        assert (whole.status, whole.output_text) == ("completed", response.output_text)
+        # The tool's result is answered in text, the tools still offered.
+        question: ResponseInputParam = [{"role": "user", "content": "weather in Oslo?"}]
+        call = await sdk.responses.create(model="default", input=question, tools=[WEATHER_TOOL])
+        [item] = call.output
+        assert item.type == "function_call"
+        result: ResponseInputParam = [
+            *question,
+            {
+                "type": "function_call",
+                "call_id": item.call_id,
+                "name": item.name,
+                "arguments": item.arguments,
+            },
+            {"type": "function_call_output", "call_id": item.call_id, "output": "sunny"},
+        ]
+        answer = await sdk.responses.create(model="default", input=result, tools=[WEATHER_TOOL])
+        assert answer.status == "completed" and answer.output_text
+        assert [output.type for output in answer.output] == ["message"]
+    finally:
+        await sdk.close()
+
+
+@pytest.mark.parametrize(
+    ("fields", "param"),
+    [
+        ({"input": [{"role": "hacker", "content": "hi"}]}, "input.0.role"),
+        ({"input": [{"role": "user", "content": 5}]}, "input.0.content"),
+        ({"temperature": "hot"}, "temperature"),
+        ({"temperature": 3}, "temperature"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"max_output_tokens": -1}, "max_output_tokens"),
+        ({"model": None}, "model"),
+        ({"input": None}, "input"),
+    ],
+)
+async def test_bad_fields_are_refused_with_their_param(
+    client: openai.AsyncOpenAI, fields: dict[str, object], param: str
+) -> None:
+    asked: dict[str, object] = {"model": "default", "input": "hello", **fields}
+    body = {name: value for name, value in asked.items() if value is not None}  # None: left out
+    with pytest.raises(openai.BadRequestError) as raised:
+        await client.post("/responses", body=body, cast_to=object)
+    assert raised.value.param == param
+    assert (
+        isinstance(raised.value.body, dict) and raised.value.body["type"] == "invalid_request_error"
+    )
+
+
 async def test_refusals_raise_bad_request(client: openai.AsyncOpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as raised:
         await client.responses.create(

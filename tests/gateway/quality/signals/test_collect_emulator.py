@@ -80,6 +80,7 @@ async def test_forced_tool_call_stream(http: httpx.AsyncClient, tool_choice: obj
     body = {
         "model": MODEL,
         "seed": 7,
+        "max_tokens": 16,
         "messages": [{"role": "user", "content": "Weather in Oslo?"}],
         "tools": [WEATHER],
         "tool_choice": tool_choice,
