@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from gateway.tenancy.buckets import refill
+
 
 class LogBudget:
     """A token bucket of lines: `burst` at once, one more every `every_s`."""
@@ -30,8 +32,7 @@ class LogBudget:
         """None: hold this line back (counted). Else log it, saying how many lines were
         held back since the last one logged (usually 0)."""
         now = self._clock()
-        refill = (now - self._updated) / self._every_s
-        self._tokens = min(float(self._burst), self._tokens + refill)
+        self._tokens = refill(self._tokens, self._burst, 1.0 / self._every_s, now - self._updated)
         self._updated = now
         if self._tokens < 1.0:
             self._held += 1
