@@ -59,7 +59,7 @@ class ServiceLedger:
         `now` counts as charged now."""
         if tokens <= 0:
             return
-        self._add(tenant, tokens * math.exp(-self._rate * max(0.0, now - at)), now)
+        self._add(tenant, self._worth(tokens, at, now), now)
 
     def _add(self, tenant: str, tokens: float, now: float) -> None:
         entries = self._entries
@@ -69,8 +69,7 @@ class ServiceLedger:
         self._activate(tenant, now)
         while len(entries) > self._config.max_tenants:
             gone, (service, at) = entries.popitem(last=False)
-            forgotten = service * math.exp(-self._rate * max(0.0, now - at))
-            self._total = (max(0.0, self._total[0] - forgotten), now)
+            self._total = (max(0.0, self._total[0] - self._worth(service, at, now)), now)
             if self._active.pop(gone, None) is not None:
                 self._active_weight -= self._weight(gone)
 
@@ -126,15 +125,17 @@ class ServiceLedger:
         return self._config.weights.get(tenant, self._config.default_weight)
 
     def _total_at(self, now: float) -> float:
-        value, at = self._total
-        return value * math.exp(-self._rate * max(0.0, now - at))
+        return self._worth(*self._total, now)
 
     def _decayed(self, tenant: str, now: float) -> float:
         entry = self._entries.get(tenant)
         if entry is None:
             return 0.0
-        value, at = entry
-        return value * math.exp(-self._rate * max(0.0, now - at))
+        return self._worth(*entry, now)
+
+    def _worth(self, service: float, at: float, now: float) -> float:
+        """`service` counted at `at`, decayed to `now` (none for a time after it)."""
+        return service * math.exp(-self._rate * max(0.0, now - at))
 
     def __len__(self) -> int:
         return len(self._entries)
