@@ -26,3 +26,23 @@ class SharedChannel(Protocol):
         """Queue again what still holds, for peers that may have missed it."""
 
     def status(self) -> dict[str, object]: ...
+
+
+class ChannelCounts:
+    """What every channel counts, and the status it reports in `/v1/switchyard/state`:
+    items sent, peers' items applied here, ignored as `stale`, `rejected` as unreadable."""
+
+    def __init__(self) -> None:
+        self.published = 0
+        self.applied = 0
+        self.stale = 0
+        self.rejected = 0
+
+    def counts(self, queued: int) -> dict[str, object]:
+        return {
+            "queued": queued,
+            "published": self.published,
+            "applied": self.applied,
+            "stale": self.stale,
+            "rejected": self.rejected,
+        }

@@ -32,6 +32,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from gateway.fleet.sync.peer_wire import apply_batch, encode_batch, fresh, number, seconds
+from gateway.fleet.sync.shared_channel import ChannelCounts
 from gateway.fleet.sync.wire import WireError
 
 MAX_TENANT_CHARS = 128
@@ -57,7 +58,7 @@ class TenantLedger(Protocol):
         """A peer's charge made `age_s` ago (by this replica's wall clock)."""
 
 
-class TenantShare:
+class TenantShare(ChannelCounts):
     """Publishes the service charged here and adds the peers'; see the module doc."""
 
     name = "tenants"
@@ -78,10 +79,7 @@ class TenantShare:
         self._wall = wall
         self._pending: dict[str, tuple[float, float]] = {}
         """tenant -> (tokens as of `at`, at): the charges since the last tick."""
-        self.published = 0
-        self.applied = 0
-        self.stale = 0
-        self.rejected = 0
+        super().__init__()
         self.dropped = 0
 
     def attach(self) -> None:
@@ -145,14 +143,7 @@ class TenantShare:
         self.applied += 1
 
     def status(self) -> dict[str, object]:
-        return {
-            "queued": len(self._pending),
-            "published": self.published,
-            "applied": self.applied,
-            "stale": self.stale,
-            "rejected": self.rejected,
-            "dropped": self.dropped,
-        }
+        return {**self.counts(len(self._pending)), "dropped": self.dropped}
 
 
 def _tenant(item: dict[str, Any]) -> str:

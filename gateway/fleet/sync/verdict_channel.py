@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from gateway.fleet.sync.peer_wire import apply_batch, encode_batch, fresh, seconds, text
+from gateway.fleet.sync.shared_channel import ChannelCounts
 
 Verdict = TypeVar("Verdict")
 """What a channel queues with a verdict's key, to build its item from when it is sent."""
@@ -44,7 +45,7 @@ class Envelope:
     why: str
 
 
-class VerdictChannel(ABC, Generic[Verdict, Subject]):
+class VerdictChannel(ChannelCounts, ABC, Generic[Verdict, Subject]):
     """A `SharedChannel` of verdicts; see the module doc."""
 
     name: str
@@ -54,10 +55,7 @@ class VerdictChannel(ABC, Generic[Verdict, Subject]):
         self._max_queued = max(1, max_queued)
         self._wall = wall
         self._pending: dict[VerdictKey, tuple[float, Verdict]] = {}
-        self.published = 0
-        self.applied = 0
-        self.stale = 0
-        self.rejected = 0
+        super().__init__()
 
     @abstractmethod
     def attach(self) -> None:
@@ -121,10 +119,4 @@ class VerdictChannel(ABC, Generic[Verdict, Subject]):
         self.applied += self._apply_verdict(subject, item, envelope, now_unix)
 
     def status(self) -> dict[str, object]:
-        return {
-            "queued": len(self._pending),
-            "published": self.published,
-            "applied": self.applied,
-            "stale": self.stale,
-            "rejected": self.rejected,
-        }
+        return self.counts(len(self._pending))
