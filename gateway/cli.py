@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 EMBEDDED_CONFIG = "embedded.yaml"
 KEYS_HELP = "create, list, rotate and revoke virtual client keys"
+DB_HELP = "migrate the record store"
 ENGINES_HELP = "start, stop and list real llama.cpp engines on this machine"
 RESILIENCE_BENCHES = ("hold", "soak", "kill-backend", "store-outage", "slow-clients")
 """Load and soak scenarios (bench/resilience/), one command each."""
@@ -149,48 +150,30 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+BENCH_MODULES = {
+    "replay": "bench.replay.cli",
+    "matrix": "bench.matrix.cli",
+    "overhead": "bench.overhead.cli",
+    "cpu": "bench.cpu.cli",
+    "decision": "bench.decision.cli",
+    "quality": "bench.quality.cli",
+    "quality-real": "bench.quality_real.cli",
+    "real-engines": "bench.real_engines.cli",
+    "telemetry": "bench.telemetry_cost",
+    **dict.fromkeys(RESILIENCE_BENCHES, "bench.resilience.cli"),
+}
+"""Each benchmark's module; its `main(argv)` runs it."""
+
+
 def _bench(args: argparse.Namespace) -> int:
     # The benchmarks live in the repository's bench/ package, next to the sources.
+    import importlib
+
     rest = list(args.bench_args)
-    if args.bench_name == "replay":
-        from bench.replay.cli import main as replay_main
-
-        return replay_main(rest)
-    if args.bench_name == "matrix":
-        from bench.matrix.cli import main as matrix_main
-
-        return matrix_main(rest)
-    if args.bench_name == "quality":
-        from bench.quality.cli import main as quality_main
-
-        return quality_main(rest)
-    if args.bench_name == "quality-real":
-        from bench.quality_real.cli import main as quality_real_main
-
-        return quality_real_main(rest)
-    if args.bench_name == "real-engines":
-        from bench.real_engines.cli import main as real_engines_main
-
-        return real_engines_main(rest)
-    if args.bench_name == "telemetry":
-        from bench.telemetry_cost import main as telemetry_main
-
-        return telemetry_main(rest)
-    if args.bench_name == "cpu":
-        from bench.cpu.cli import main as cpu_main
-
-        return cpu_main(rest)
-    if args.bench_name == "decision":
-        from bench.decision.cli import main as decision_main
-
-        return decision_main(rest)
-    if args.bench_name in RESILIENCE_BENCHES:
-        from bench.resilience.cli import main as resilience_main
-
-        return resilience_main([args.bench_name, *rest])
-    from bench.overhead.cli import main as overhead_main
-
-    return overhead_main(rest)
+    if args.bench_name in RESILIENCE_BENCHES:  # one command, the scenario its first argument
+        rest = [args.bench_name, *rest]
+    code: int = importlib.import_module(BENCH_MODULES[args.bench_name]).main(rest)
+    return code
 
 
 def _emulate(args: argparse.Namespace) -> int:
@@ -200,54 +183,9 @@ def _emulate(args: argparse.Namespace) -> int:
 
 
 def _db(args: argparse.Namespace) -> int:
-    import asyncio
+    from gateway.store.commands import run_db_command
 
-    from alembic.util import CommandError
-
-    from gateway.store.config import DATABASE_URL_ENV, resolve_url
-    from gateway.store.database import DATABASE_ERRORS, describe_error, redact_url
-
-    url = resolve_url(_load(args.config).store)
-    if url is None:
-        print(f"error: no database: set {DATABASE_URL_ENV} or store.url", file=sys.stderr)
-        return 2
-    try:
-        revision = asyncio.run(_db_step(args, url))
-    except CommandError as exc:  # an unknown revision, for example
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except DATABASE_ERRORS as exc:
-        print(f"error: {redact_url(url)}: {describe_error(exc, url)}", file=sys.stderr)
-        return 1
-    print(f"{redact_url(url)}: revision {revision or 'none (no tables)'}")
-    return 0
-
-
-async def _db_step(args: argparse.Namespace, url: str) -> str | None:
-    from gateway.store import migrate
-
-    if args.db_command == "upgrade":
-        await migrate.upgrade(url, args.revision)
-    elif args.db_command == "downgrade":
-        await migrate.downgrade(url, args.revision)
-    return await migrate.current(url)
-
-
-def _add_db_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    db = sub.add_parser(
-        "db",
-        help="migrate the record store",
-        description="The database URL comes from $SWITCHYARD_DATABASE_URL or store.url.",
-    )
-    steps = db.add_subparsers(dest="db_command", required=True)
-    upgrade = steps.add_parser("upgrade", help="create or update the tables")
-    upgrade.add_argument("--revision", default="head")
-    downgrade = steps.add_parser("downgrade", help="undo migrations down to REVISION")
-    downgrade.add_argument("revision", help='a revision id, or "base" to drop every table')
-    steps.add_parser("current", help="print the database's revision")
-    for step in (upgrade, downgrade, steps.choices["current"]):
-        step.add_argument("--config", help="config YAML (default: the bundled embedded example)")
-    db.set_defaults(func=_db)
+    return run_db_command(_load(args.config), args)
 
 
 def _keys(args: argparse.Namespace) -> int:
@@ -339,18 +277,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     bench.add_argument(
         "bench_name",
-        choices=[
-            "replay",
-            "matrix",
-            "overhead",
-            "cpu",
-            "decision",
-            "quality",
-            "quality-real",
-            "real-engines",
-            "telemetry",
-            *RESILIENCE_BENCHES,
-        ],
+        choices=list(BENCH_MODULES),
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(func=_bench)
@@ -362,9 +289,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     emulate.set_defaults(func=_emulate)
 
-    _add_db_parser(sub)
-    # `keys` and `engines` declare their own arguments; their modules are imported only when
-    # the command line names them (the rest of the CLI, `serve` included, does without).
+    # `db`, `keys` and `engines` declare their own arguments; their modules are imported
+    # only when the command line names them (the rest of the CLI, `serve` included, does
+    # without).
+    if command == "db":
+        from gateway.store.commands import add_db_parser
+
+        add_db_parser(sub, DB_HELP).set_defaults(func=_db)
+    else:
+        sub.add_parser("db", help=DB_HELP, add_help=False)
     if command == "keys":
         from gateway.tenancy.commands import add_keys_parser
 

@@ -12,16 +12,21 @@ from typing import TYPE_CHECKING
 
 from gateway.config.credentials import backend_credentials
 from gateway.fleet.backend_state import BackendState, describe_backend, readings_for
+from gateway.fleet.backend_view import (
+    build_view,
+    capacity,
+    context_window,
+    current_budget,
+    still_current,
+)
 from gateway.fleet.estimates import BackendEstimates
 from gateway.fleet.health import HealthDetector
 from gateway.fleet.provider_limits import (
-    ProviderBudget,
     capped,
     rate_limited_wait,
     read_budget,
     spent_budget,
 )
-from policies.snapshot import BackendView
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
     from gateway.fleet.scrape.engine_metrics import EngineLoad
     from gateway.fleet.scrape.llama_cpp_status import EngineSlots
     from gateway.fleet.sync.health_events import HealthEvent, HealthKind
+    from policies.snapshot import BackendView
     from providers.rate_limits import RateLimitSignal
 
 logger = logging.getLogger("switchyard")
@@ -97,83 +103,14 @@ class FleetState:
         for name in names:
             state = backends[name]
             view = state.view
-            if view is None or not self._still_current(state, view, now):
-                view = self._view(state, now)
+            if view is None or not still_current(state, view, now):
+                view = build_view(state, now)
                 state.view = view if state.health.ejected_until <= now else None
                 state.view_engine_fresh = state.engine.freshness(now)
-                budget = self._current_budget(state, now)
+                budget = current_budget(state, now)
                 state.view_budget_until = budget.until if budget is not None else math.inf
             found[name] = view
         return found
-
-    def _still_current(self, state: BackendState, view: BackendView, now: float) -> bool:
-        """`view` (built at an earlier `now`, nothing recorded since) is what `_view` would
-        build now: the same estimates, the engine reading it shows still fresh, and the
-        provider budget it counts not lapsed."""
-        est = state.estimates
-        if now >= state.view_budget_until:
-            return False
-        if (
-            view.prefill_tokens_per_s != est.prefill_tokens_per_s
-            or view.tpot_ms != est.tpot_ms
-            or view.network_ms != est.network_ms
-            or view.ttft_error_ms != est.ttft_error_ms
-        ):
-            return False
-        fresh = state.view_engine_fresh
-        return fresh == (False, False) or state.engine.freshness(now) == fresh
-
-    def _view(self, state: BackendState, now: float) -> BackendView:
-        healthy, reason = state.health.status(now)
-        cfg = state.config
-        in_flight, queued, decoding = state.remote
-        running, waiting, kv_usage = state.engine.load(now)
-        return BackendView(
-            name=cfg.name,
-            kind=cfg.kind,
-            models=state.models,
-            healthy=healthy,
-            in_flight=state.in_flight + in_flight,
-            max_concurrency=self._capacity(state, now),
-            health_reason=reason,
-            queued_prefill_tokens=state.queued_prefill_tokens + queued,
-            decoding=state.decoding + decoding,
-            prefill_tokens_per_s=state.estimates.prefill_tokens_per_s,
-            tpot_ms=state.estimates.tpot_ms,
-            network_ms=state.estimates.network_ms,
-            ttft_error_ms=state.estimates.ttft_error_ms,
-            engine_running=running,
-            engine_waiting=waiting,
-            engine_kv_usage=kv_usage,
-            engine_stale=state.engine.stale(now),
-            context_window_tokens=self._context_window(state),
-            tags=state.tags,
-            provider_tokens_left=self._tokens_left(state, now),
-        )
-
-    def _tokens_left(self, state: BackendState, now: float) -> int | None:
-        budget = self._current_budget(state, now)
-        return budget.tokens_left(state.budget_tokens) if budget is not None else None
-
-    def _context_window(self, state: BackendState) -> int | None:
-        """The configured window, else the one the engine reported (a route member's own
-        window, applied by the router, wins over both)."""
-        configured = state.config.context_window_tokens
-        return configured if configured is not None else state.engine.context_window_tokens
-
-    def _capacity(self, state: BackendState, now: float) -> int:
-        """`max_concurrency`, or fewer when the provider's request budget is nearly spent:
-        what is in flight plus the requests it still takes before its reset."""
-        limit = state.config.max_concurrency
-        budget = self._current_budget(state, now)
-        headroom = budget.headroom(state.requests) if budget is not None else None
-        if headroom is None:
-            return limit
-        return min(limit, state.in_flight + state.remote[0] + headroom)
-
-    def _current_budget(self, state: BackendState, now: float) -> ProviderBudget | None:
-        budget = state.budget
-        return budget if budget is not None and budget.current(now) else None
 
     def acquire(self, name: str, uncached_tokens: int = 0, budget_tokens: int = 0) -> bool:
         """Count a request dispatched here (`budget_tokens`: its prompt plus `max_tokens`,
@@ -239,7 +176,7 @@ class FleetState:
         """Whether as many requests are in flight as it accepts (its provider's budget
         included), as `capacity-filter` sees it."""
         state = self._backends[name]
-        return state.in_flight + state.remote[0] >= self._capacity(state, self._clock())
+        return state.in_flight + state.remote[0] >= capacity(state, self._clock())
 
     def local_load(self) -> dict[str, tuple[int, int, int]]:
         """This replica's own (in_flight, queued_prefill_tokens, decoding) per backend."""
@@ -395,9 +332,9 @@ class FleetState:
             describe_backend(
                 state,
                 now,
-                capacity=self._capacity(state, now),
-                budget=self._current_budget(state, now),
-                context_window_tokens=self._context_window(state),
+                capacity=capacity(state, now),
+                budget=current_budget(state, now),
+                context_window_tokens=context_window(state),
             )
             for state in self._backends.values()
         ]
