@@ -135,6 +135,7 @@ class Rule:
 
 LOWER_ROOMS = (
     "gateway.admission",
+    "gateway.cascade",
     "gateway.config",
     "gateway.fleet",
     "gateway.prefix",
@@ -148,6 +149,7 @@ LOWER_ROOMS = (
 
 SECTION_SCHEMAS = (
     "gateway.admission.config",
+    "gateway.cascade.config",
     "gateway.config",
     "gateway.errors",
     "gateway.prefix.cache_semantics",
@@ -213,6 +215,22 @@ RULES = [
         for room in LOWER_ROOMS
     ),
     *(Rule(room, "gateway.cli", "the CLI is the top") for room in LOWER_ROOMS),
+    *(
+        Rule(
+            "gateway.cascade",
+            room,
+            "a cascade's checks and book are pure of the request's way: the HTTP edge runs "
+            "the tiers",
+        )
+        for room in (
+            "gateway.admission",
+            "gateway.fleet",
+            "gateway.routing",
+            "gateway.store",
+            "gateway.telemetry",
+            "gateway.tenancy",
+        )
+    ),
     Rule("gateway.store", "gateway.telemetry", "telemetry feeds the store, not back"),
     Rule("gateway.store", "gateway.tenancy", "the store keeps key rows; tenancy hashes them"),
     Rule("gateway.prefix", "gateway.fleet", "the fleet builds on the prefix index"),

@@ -9,6 +9,7 @@ import yaml
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
 
 from gateway.admission.config import FlowControlConfig
+from gateway.cascade.config import CascadeConfig, cascade_problems
 from gateway.config.backends import BackendConfig
 from gateway.config.bounds import BoundsConfig
 from gateway.config.clients import ClientsConfig
@@ -180,6 +181,9 @@ class Config(StrictConfig):
     limits: LimitsConfig = LimitsConfig()
     budgets: BudgetsConfig = BudgetsConfig()
     flow_control: FlowControlConfig = FlowControlConfig()
+    cascades: list[CascadeConfig] = Field(
+        default_factory=list, description="Models that try cheap tiers first (cascades)."
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -192,6 +196,7 @@ class Config(StrictConfig):
         problems += demo_problems(self.routes, self.demo)
         problems += limit_problems(self.routes, self.limits)
         problems += budget_problems({r.name: r.fallbacks for r in self.routes}, self.budgets)
+        problems += cascade_problems(self.cascades, {r.name for r in self.routes})
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -309,6 +314,8 @@ def parse_config(data: Any, source: str = "<config>") -> Config:
     routes, budgets = section("routes"), section("budgets")
     if routes is not None and budgets is not None:
         problems += budget_problems({r.name: r.fallbacks for r in routes}, budgets)
+    route_names = {r.name for r in routes} if routes is not None else None
+    problems += cascade_problems(section("cascades"), route_names)
     if problems:
         raise ConfigError(source, problems)
     return Config.model_validate(sections)

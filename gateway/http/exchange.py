@@ -16,12 +16,14 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gateway.quality.signals.collect import CollectedResponse
 from gateway.telemetry.record import ClientEndpoint, RequestRecord
 
 if TYPE_CHECKING:
+    from gateway.cascade.note import CascadeNote
     from gateway.http.relay.streaming import StreamOutcome
     from gateway.quality.signals.passive import QualityRecorder, RequestContext
     from gateway.routing.decisions import DecisionRecord
@@ -34,6 +36,11 @@ if TYPE_CHECKING:
 Collect = Callable[[], CollectedResponse]
 
 logger = logging.getLogger("switchyard")
+
+
+def kept(collected: CollectedResponse) -> CollectedResponse:
+    """`partial(kept, collected)`: a `Collect` of a response already parsed."""
+    return collected
 
 
 @dataclass(slots=True)
@@ -62,6 +69,11 @@ class Exchange:
     """The client key's rules and team; None when client auth is off."""
     charge: Callable[[int], None] | None = None
     """Counts an answer's output tokens towards its tenant's service (flow control)."""
+    cascade: CascadeNote | None = None
+    """The attempt's place in a cascade (`gateway.http.cascade_leg`)."""
+    judge_after: Callable[[CollectedResponse], CascadeNote] | None = None
+    """A cascade's stream committed before its checks judged the whole: judges the whole
+    answer when the stream ends, for the record."""
 
     def answered(self, status: int, usage: Usage | None, collect: Collect) -> None:
         """A whole (non-streaming) response came back from the lease's backend."""
@@ -69,6 +81,17 @@ class Exchange:
         self.lease.finish(usage)
         self._finish(status, None, self.lease.backend, usage=usage)
         self._observe(self.lease.backend, collect)
+
+    def escalated(
+        self, status: int, usage: Usage | None, collect: Collect | None, *, complete: bool
+    ) -> None:
+        """A cascade's tier answered and the request goes on to the next tier: the lease
+        ends with its usage (the engine's, or counted so far when the hold cut the answer
+        off), its record is emitted, and a whole answer is quality evidence."""
+        assert self.lease is not None
+        self.lease.finish(usage, outcome="ok" if complete else "cascade_escalated")
+        self._finish(status, None, self.lease.backend, usage=usage)
+        self._observe(self.lease.backend, collect if complete else None)
 
     def stream_closed(self) -> None:
         """The relayed stream ended: done, broken by the backend, or abandoned."""
@@ -83,6 +106,13 @@ class Exchange:
         first = outcome.first_chunk_at
         decode_s = outcome.last_chunk_at - first if first is not None else None
         lease.finish(usage, decode_s=decode_s, error=outcome.error, outcome=outcome.status)
+        collect: Collect | None = None
+        if outcome.collector is not None:
+            collect = outcome.collector.finish  # parsed on the next loop turn, as a rule
+            if self.judge_after is not None:  # a cascade's record waits for its verdict
+                collected = collect()
+                self.cascade = self.judge_after(collected)
+                collect = partial(kept, collected)
         error = None if outcome.status == "ok" else outcome.status
         ttft_s = first - self.started if first is not None else None
         self._finish(
@@ -94,11 +124,10 @@ class Exchange:
             ttft_s=ttft_s,
             decode_s=decode_s,
         )
-        if outcome.collector is not None:
+        if collect is not None:
             record = self._record()
             # The quality signals time the backend: its first byte, not the gateway's.
             upstream_ttft = record.attempts[-1].duration_ms / 1000 if record.attempts else None
-            collect = outcome.collector.finish
             self._observe(lease.backend, collect, error, upstream_ttft, decode_s or 0.0)
 
     def failed(
@@ -156,6 +185,7 @@ class Exchange:
                 body=self.body,
                 reason=reason,
                 logged=logged,
+                cascade=self.cascade,
             )
         )
 

@@ -51,8 +51,10 @@ if TYPE_CHECKING:
 
     from gateway.admission.classes import Standing
     from gateway.admission.controller import Admission
+    from gateway.cascade.cascades import Cascades
     from gateway.config.root import Config, RouteConfig
     from gateway.http.dialect import Dialect, Translation
+    from gateway.http.exchange import Collect
     from gateway.http.ingress import ProxyPath
     from gateway.process.drain import Drain
     from gateway.quality.signals.passive import QualityRecorder
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from gateway.tenancy.caller import Caller
     from gateway.tenancy.wiring import Tenancy
     from policies.snapshot import Endpoint
+    from providers.base import UpstreamResponse, UpstreamStream
 
 
 class Gateway(Protocol):
@@ -87,6 +90,8 @@ class Gateway(Protocol):
     def drain(self) -> Drain: ...
     @property
     def admission(self) -> Admission | None: ...
+    @property
+    def cascades(self) -> Cascades | None: ...
     def authorize(self, authorization: str | None) -> Caller | None: ...
 
 
@@ -198,6 +203,14 @@ async def _respond(
         body, head = parse_body(
             translation.body, endpoint, None if translation.translated else bounds
         )
+        if gateway.cascades:  # imported only where a cascade is configured
+            from gateway.http.cascade_leg import cascade_for, run_cascade
+
+            cascade = cascade_for(gateway, head.model, endpoint)
+            if cascade is not None:
+                return await run_cascade(
+                    gateway, cascade, headers, exchange, dialect, translation, body, head
+                )
         route = gateway.router.route(head.model)
         named = route.name
         traits = keyed_traits(exchange.caller, route.name, traits_of(endpoint, body, head, headers))
@@ -225,7 +238,7 @@ async def _respond(
     exchange.route, exchange.stream = route.name, traits.stream
     if gateway.config.store.store_prompts:
         exchange.body = body
-    exchange.quality = _quality_context(gateway, record, route, body, traits)
+    exchange.quality = quality_context(gateway, record, route, body, traits)
     path = _UPSTREAM_PATHS[endpoint]
     upstream = UpstreamBodies(
         path, translation.body, body, head.model, traits.stream, translation.plain_body
@@ -234,7 +247,7 @@ async def _respond(
     try:
         first_token_by = None
         if admission is not None and standing is not None:
-            first_token_by = await _hold(admission, exchange, route, plan, standing, answer_headers)
+            first_token_by = await hold(admission, exchange, route, plan, standing, answer_headers)
         if traits.stream:
             return await _open_stream(
                 gateway, exchange, translation, plan, upstream, answer_headers, first_token_by
@@ -258,7 +271,7 @@ async def _respond(
         raise
 
 
-async def _hold(
+async def hold(
     admission: Admission,
     exchange: Exchange,
     route: RouteConfig,
@@ -296,13 +309,28 @@ async def _send(
     assert record is not None
     deadline = gateway.dispatcher.deadline()
     lease, response = await gateway.dispatcher.send(record, plan, upstream.request_for, deadline)
-    response = renamed_response(response, exchange.route, served_model(record))
     exchange.lease = lease
+    response = renamed_response(response, exchange.route, served_model(record))
+    return deliver_answer(exchange, translation, response, headers)
+
+
+def deliver_answer(
+    exchange: Exchange,
+    translation: Translation,
+    response: UpstreamResponse,
+    headers: dict[str, str],
+    collect: Collect | None = None,
+) -> Response:
+    """A whole answer from `exchange.lease`'s backend, shaped for the client; the exchange
+    ends with it (`collect`: the answer as the quality signals read it, when already)."""
+    record, lease = exchange.record, exchange.lease
+    assert record is not None and lease is not None
     headers["x-switchyard-backend"] = lease.backend
     # Shaped first: an answer the dialect cannot read fails the exchange instead.
     reply = translation.respond(response, headers, record.work.prompt_tokens)
     usage = usage_from_body(response.body, response.document)
-    collect = partial(collect_body, response.body, document=response.document)
+    if collect is None:
+        collect = partial(collect_body, response.body, document=response.document)
     exchange.answered(response.status, usage, collect)
     return reply
 
@@ -322,13 +350,34 @@ async def _open_stream(
     lease, stream = await gateway.dispatcher.open_stream(
         record, plan, upstream.request_for, deadline, first_token_by=first_token_by
     )
-    stream = gateway.drain.watch(stream)  # a shutdown's deadline can end it, with an event
     exchange.lease = lease
+    return relay_answer(gateway, exchange, translation, stream, headers, deadline)
+
+
+def relay_answer(
+    gateway: Gateway,
+    exchange: Exchange,
+    translation: Translation,
+    stream: UpstreamStream,
+    headers: dict[str, str],
+    deadline: float,
+    *,
+    public: str | None = None,
+    tapped: bool = False,
+) -> Response:
+    """A committed stream from `exchange.lease`'s backend, relayed to the client; the
+    exchange ends when it closes. `public`: the model name its chunks carry (the route's
+    by default); `tapped`: its bytes are kept for a parse at the end even when the quality
+    signals do not inspect it (a cascade judges it)."""
+    record, lease = exchange.record, exchange.lease
+    assert record is not None and lease is not None
+    stream = gateway.drain.watch(stream)  # a shutdown's deadline can end it, with an event
     headers["x-switchyard-backend"] = lease.backend
     headers["cache-control"] = "no-cache"
-    outcome = StreamOutcome(StreamCollector() if exchange.quality is not None else None)
+    keep = exchange.quality is not None or tapped
+    outcome = StreamOutcome(StreamCollector() if keep else None)
     exchange.relayed = outcome
-    rename = stream_renamer(stream.content_type, exchange.route, served_model(record))
+    rename = stream_renamer(stream.content_type, public or exchange.route, served_model(record))
     state = RelayState(deadline, outcome, stream.content_type, rename=rename)
     tokens = record.work.prompt_tokens
 
@@ -352,7 +401,7 @@ async def _open_stream(
     )
 
 
-def _quality_context(
+def quality_context(
     gateway: Gateway,
     record: DecisionRecord,
     route: RouteConfig,

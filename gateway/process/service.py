@@ -43,6 +43,7 @@ from providers.base import Provider
 from providers.registry import open_provider
 
 if TYPE_CHECKING:
+    from gateway.cascade.cascades import Cascades
     from gateway.fleet.sync.redis_sync import RedisFleetSync
     from gateway.fleet.sync.shared_channel import SharedChannel
 
@@ -68,6 +69,8 @@ class Gateway:
     prober: Prober | None = None
     admission: Admission | None = None
     """This generation's flow control: its queues and their pump."""
+    cascades: Cascades | None = None
+    """The config's cascades (None without any)."""
     drain: Drain = field(default_factory=Drain)
     """Whether the process is shutting down, and the streams it may have to end."""
     _opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
@@ -180,7 +183,7 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
             quality=current.quality,
         )
         gateway.drain, gateway._opened = current.drain, current._opened
-        _carry_tenants(current, gateway)
+        _carry_learned(current, gateway)
         _gate_probes(gateway)
         await _start_loops(gateway, loops)
         owned.pop_all()
@@ -192,9 +195,11 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
     return gateway
 
 
-def _carry_tenants(current: Gateway, new: Gateway) -> None:
-    """Tenants' service outlives a reload that keeps their settings: fairness does not
-    restart from nothing with every config change."""
+def _carry_learned(current: Gateway, new: Gateway) -> None:
+    """Tenants' service and cascades' books outlive a reload that keeps their settings:
+    fairness and learned starting tiers do not restart from nothing with every change."""
+    if current.cascades is not None and new.cascades is not None:
+        new.cascades.carry_over(current.cascades)
     old, admission = current.admission, new.admission
     if old is None or admission is None:
         return
@@ -255,7 +260,16 @@ def _assemble(
         quality=quality,
         prober=_prober(config, book, providers) if book is not None else None,
         admission=admission,
+        cascades=_cascades(config),
     )
+
+
+def _cascades(config: Config) -> Cascades | None:
+    if not config.cascades:
+        return None
+    from gateway.cascade.cascades import Cascades  # its checks load only where configured
+
+    return Cascades(config.cascades)
 
 
 async def _open_providers(

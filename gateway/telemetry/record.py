@@ -16,6 +16,7 @@ from policies.prices import Prices, TokenUse
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from gateway.cascade.note import CascadeNote
     from gateway.routing.decisions import DecisionRecord
     from policies.decision import CandidateReport, Decision
     from providers.usage import Usage
@@ -58,6 +59,8 @@ class RequestRecord:
     (`gateway.telemetry.refusals`)."""
     logged: bool = True
     """False when the refusals' bucket held its access-log line back."""
+    cascade: CascadeNote | None = None
+    """Set on each attempt of a request to a cascade (`gateway.cascade.note`)."""
     _deciding: DecidingPolicy | None = None
     _priced: tuple[Prices, float] | None = None
     """The last `cost_usd`: every sink prices the record, mostly at the same prices."""
