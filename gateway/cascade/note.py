@@ -8,11 +8,12 @@ from typing import Any, Literal
 
 from gateway.cascade.verdict import Failure
 
-CascadeOutcome = Literal["escalated", "passed", "failed", "committed"]
+CascadeOutcome = Literal["escalated", "passed", "failed", "committed", "judge"]
 """escalated: the answer failed its checks (or the tier failed) and the request went on;
 passed: the client's answer passed its checks; failed: the client's answer, from the last
 tier, failed them (and says so); committed: streamed to the client before its checks
-could judge the whole (the whole is judged after, in `failures`)."""
+could judge the whole (the whole is judged after, in `failures`); judge: the judge
+route's call about this tier's answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class CascadeNote:
     @property
     def final(self) -> bool:
         """This attempt's answer went to the client."""
-        return self.outcome != "escalated"
+        return self.outcome not in ("escalated", "judge")
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -79,6 +79,8 @@ class RequestRecord(_Row, Base):
     priority: Mapped[str | None] = mapped_column(String(32))
     admission: Mapped[str | None] = mapped_column(String(32))
     queue_ms: Mapped[float | None] = mapped_column(Float)
+    # A cascade's attempt: its tier, outcome, failed checks, start (`CascadeNote.describe`).
+    cascade: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     # Only with store.store_prompts: the messages as JSON text the gateway serialised (and
     # cut to max_prompt_bytes) itself, so a queued row's size is known.
     prompt: Mapped[str | None] = mapped_column(Text)

@@ -27,6 +27,7 @@ import orjson
 from gateway.telemetry.refusals import Suppressed
 
 if TYPE_CHECKING:
+    from gateway.cascade.note import CascadeNote
     from gateway.telemetry.record import RequestRecord
     from gateway.telemetry.refusals import Refusal, RefusalItem
 
@@ -104,7 +105,17 @@ def concise_line(record: RequestRecord) -> str:
         parts.append(f"{record.retries} {'retry' if record.retries == 1 else 'retries'}")
     if record.error is not None:
         parts.append(f"error {record.error}")
+    if record.cascade is not None:
+        parts.append(_cascade(record.cascade))
     return f"{' '.join(parts)}  decision {record.decision.decision.id}"
+
+
+def _cascade(note: CascadeNote) -> str:
+    """` cascade auto tier 1 escalated: loop, tool_calls` (the checks it failed)."""
+    failed = ", ".join(f.check for f in note.failures)
+    return f" cascade {note.cascade} tier {note.tier} {note.outcome}" + (
+        f": {failed}" if failed else ""
+    )
 
 
 def refused_line(refusal: Refusal) -> str:
@@ -168,6 +179,8 @@ def json_line(record: RequestRecord) -> str:
         line["chunks"] = record.chunks
     if record.reason is not None:
         line["reason"] = record.reason
+    if record.cascade is not None:
+        line["cascade"] = record.cascade.describe()
     return orjson.dumps(line).decode()
 
 

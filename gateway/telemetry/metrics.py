@@ -26,6 +26,7 @@ from prometheus_client import (
 )
 
 from gateway.telemetry.admission_metrics import AdmissionMetrics
+from gateway.telemetry.cascade_metrics import CascadeMetrics
 from gateway.telemetry.client_metrics import ClientMetrics
 from gateway.telemetry.labelled import Labelled, Tally
 from gateway.telemetry.serving_series import Serving, forget
@@ -119,6 +120,7 @@ class GatewayMetrics:
         self._retries = Labelled(self.retries)
         self._counts = Tally()
         self.admission = AdmissionMetrics(self.registry)
+        self.cascades = CascadeMetrics(self.registry)
         self.clients = ClientMetrics(self.registry)
 
     def _define_requests(self) -> None:
@@ -310,6 +312,7 @@ class GatewayMetrics:
             series.tpot.observe(tpot)
         series.overhead.observe(record.overhead_s)
         series.decision.observe(record.decision.decision.total_us / 1e6)
+        cost = 0.0
         if record.backend is not None:
             prompt, cached, completion = record.tokens()
             count(series.prompt, prompt)
@@ -329,6 +332,8 @@ class GatewayMetrics:
                 count(self._retries(route, attempt.backend, attempt.outcome))
         if record.decision.held is not None:
             self.admission.consume(route, record.decision.held)
+        if record.cascade is not None:
+            self.cascades.consume(record, self._prices, cost)
 
     def flush(self) -> None:
         """Add the drain's counts (telemetry thread, once per drain)."""

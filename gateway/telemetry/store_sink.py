@@ -91,6 +91,7 @@ class StoreSink:
             "priority": held.priority if held is not None else None,
             "admission": held.outcome if held is not None else None,
             "queue_ms": held.waited_ms if held is not None else None,
+            "cascade": record.cascade.describe() if record.cascade is not None else None,
             "prompt": self._prompt(record) if self._keep_prompts else None,
         }
 
@@ -141,6 +142,7 @@ def refused_row(refusal: Refusal) -> dict[str, Any]:
         "priority": None,
         "admission": None,
         "queue_ms": None,
+        "cascade": None,
         "prompt": None,
     }
 

@@ -291,3 +291,33 @@ async def test_bad_tool_calls_escalate(
     assert response.status_code == 200, response.text
     assert response.headers["x-switchyard-cascade-escalated"] == "cheap=tool_calls"
     assert response.headers["x-switchyard-cascade-checks"] == "passed"
+
+
+async def metric(gw: RunningGateway, line_start: str) -> float:
+    """A sample's value once the telemetry thread has counted it (0 until then)."""
+    for _ in range(100):
+        text = (await gw.client.get("/metrics")).text
+        for line in text.splitlines():
+            if line.startswith(line_start):
+                return float(line.rsplit(" ", 1)[1])
+        await asyncio.sleep(0.02)
+    return 0.0
+
+
+async def test_metrics_count_attempts_checks_and_costs(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    gw = await cascade_gateway(start_emulator, start_gateway, small_faults={"loop_rate": 1.0})
+    for _ in range(2):
+        response = await gw.client.post(
+            "/v1/chat/completions",
+            json={"model": "auto", "messages": QUESTION, "max_tokens": 120},
+        )
+        assert response.status_code == 200
+    attempts = 'switchyard_cascade_attempts_total{cascade="auto",outcome="escalated",tier="cheap"}'
+    assert await metric(gw, attempts) == 2.0
+    checks = 'switchyard_cascade_check_failures_total{cascade="auto",check="loop",tier="cheap"}'
+    assert await metric(gw, checks) == 2.0
+    passed = 'switchyard_cascade_attempts_total{cascade="auto",outcome="passed",tier="best"}'
+    assert await metric(gw, passed) == 2.0
+    assert await metric(gw, 'switchyard_cascade_passing_answers_total{cascade="auto"}') == 2.0

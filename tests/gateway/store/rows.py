@@ -49,6 +49,7 @@ def request_row(created_at: datetime, **changes: Any) -> Row:
         "priority": "interactive",
         "admission": "queued",
         "queue_ms": 12.5,
+        "cascade": {"cascade": "auto", "tier": 0, "outcome": "escalated", "failures": []},
         "prompt": '[{"role":"user","content":"Grüß dich, 世界"}]',  # JSON the gateway made
     }
     return row | changes

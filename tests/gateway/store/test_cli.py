@@ -24,9 +24,9 @@ def test_upgrade_current_and_downgrade(env_url: str, capsys: pytest.CaptureFixtu
     assert main(["db", "current"]) == 0
     assert capsys.readouterr().out == f"{env_url}: revision none (no tables)\n"
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"{env_url}: revision 0004\n"
+    assert capsys.readouterr().out == f"{env_url}: revision 0005\n"
     assert main(["db", "current"]) == 0
-    assert capsys.readouterr().out == f"{env_url}: revision 0004\n"
+    assert capsys.readouterr().out == f"{env_url}: revision 0005\n"
     assert main(["db", "downgrade", "base"]) == 0
     assert capsys.readouterr().out == f"{env_url}: revision none (no tables)\n"
 
@@ -51,7 +51,7 @@ def test_the_url_can_come_from_the_config(
     monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
     url = f"sqlite+aiosqlite:///{tmp_path}/from-config.db"
     assert main(["db", "upgrade", "--config", write_config(tmp_path, {"url": url})]) == 0
-    assert capsys.readouterr().out == f"{url}: revision 0004\n"
+    assert capsys.readouterr().out == f"{url}: revision 0005\n"
 
 
 def test_no_url_anywhere_is_a_usage_error(
@@ -76,7 +76,7 @@ def test_the_environment_url_is_normalised_like_the_config(
 ) -> None:
     monkeypatch.setenv(DATABASE_URL_ENV, f"sqlite:///{tmp_path}/plain.db")
     assert main(["db", "upgrade"]) == 0
-    assert capsys.readouterr().out == f"sqlite+aiosqlite:///{tmp_path}/plain.db: revision 0004\n"
+    assert capsys.readouterr().out == f"sqlite+aiosqlite:///{tmp_path}/plain.db: revision 0005\n"
 
 
 def test_an_environment_url_for_another_database_is_a_config_error(

@@ -51,7 +51,7 @@ async def test_upgrade_creates_the_tables_and_their_indexes(db_url: str) -> None
     await upgrade(db_url)
     assert await _inspect(db_url, _schema) == EXPECTED_INDEXES
     assert set(TABLES) == RECORD_TABLES
-    assert await current(db_url) == head() == "0004"
+    assert await current(db_url) == head() == "0005"
 
 
 async def test_downgrade_to_base_removes_them_and_upgrade_works_again(db_url: str) -> None:
@@ -76,7 +76,7 @@ async def test_0002_comes_off_again_and_keeps_the_records(db_url: str) -> None:
 async def test_upgrade_twice_is_harmless(db_url: str) -> None:
     await upgrade(db_url)
     await upgrade(db_url)
-    assert await current(db_url) == "0004"
+    assert await current(db_url) == "0005"
 
 
 async def test_the_migration_matches_the_models(db_url: str) -> None:
@@ -99,5 +99,15 @@ async def test_0004_adds_flow_control_and_comes_off_again(db_url: str) -> None:
     await downgrade(db_url, "0003")
     assert await current(db_url) == "0003"
     await upgrade(db_url)
+    assert await current(db_url) == "0005"
+    assert await _inspect(db_url, _drift) == []
+
+
+async def test_0005_adds_the_cascade_column_and_takes_it_off_again(db_url: str) -> None:
+    await upgrade(db_url)
+    await downgrade(db_url, "0004")
     assert await current(db_url) == "0004"
+    assert await _inspect(db_url, _drift) != []  # the models have the column, the table not
+    await upgrade(db_url)
+    assert await current(db_url) == "0005"
     assert await _inspect(db_url, _drift) == []
