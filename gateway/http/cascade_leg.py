@@ -14,64 +14,38 @@ like one whose answer failed. The client sees one answer in its own API format, 
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from gateway.cascade.answer import Answer, CheckRequest, answer_of, check_request
-from gateway.cascade.logprobs import body_logprobs, stream_logprobs
-from gateway.cascade.note import CascadeNote, CascadeOutcome
+from gateway.cascade.answer import Answer, CheckRequest, check_request
+from gateway.cascade.judge import judge_body, judge_failure, p_yes
+from gateway.cascade.note import CascadeNote
 from gateway.cascade.start import request_kind
-from gateway.cascade.verdict import Failure, Verdict
+from gateway.cascade.verdict import Failure
 from gateway.errors import InvalidRequest, SwitchyardError
 from gateway.http.admission import admit, budgeted_route, keyed_traits, rejection_headers
-from gateway.http.exchange import Exchange, kept
-from gateway.http.model_rename import renamed_response, served_model
-from gateway.http.proxy import deliver_answer, hold, quality_context, relay_answer
-from gateway.http.relay.held import HeldStream
-from gateway.http.wire import UpstreamBodies, traits_of
-from gateway.quality.signals.collect import CollectedResponse, StreamCollector, collect_body
+from gateway.http.cascade_answers import Escalate, Prepared, TierAnswers, parsed_json
+from gateway.http.exchange import Exchange
+from gateway.http.proxy import hold, quality_context
+from gateway.http.wire import UpstreamBodies, parse_body, traits_of
+from gateway.quality.signals.collect import collect_body
 from gateway.routing.decisions import DecisionRecord
-from providers.usage import Usage, usage_from_body
+from providers.usage import usage_from_body
 
 if TYPE_CHECKING:
     from starlette.responses import Response
 
     from gateway.admission.classes import Standing
     from gateway.cascade.cascades import Cascade
-    from gateway.config.root import RouteConfig
     from gateway.http.dialect import Dialect, Translation
     from gateway.http.proxy import Gateway
     from gateway.http.wire import RequestHeaders
-    from gateway.routing.router import RoutePlan
 
-TIER_HEADER = "x-switchyard-cascade-tier"
-CHECKS_HEADER = "x-switchyard-cascade-checks"
-ESCALATED_HEADER = "x-switchyard-cascade-escalated"
 _PATH = "/chat/completions"
-
-
-class _Escalate(Exception):
-    """A tier's attempt ended without an answer for the client: go on to the next tier."""
-
-    def __init__(self, failures: tuple[Failure, ...]) -> None:
-        super().__init__(", ".join(f.check for f in failures))
-        self.failures = failures
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    """A tier's attempt, decided and recorded, ready to dispatch."""
-
-    route: RouteConfig
-    plan: RoutePlan
-    upstream: UpstreamBodies
-    headers: dict[str, str]
-    note: CascadeNote
 
 
 class CascadeRun:
@@ -93,13 +67,15 @@ class CascadeRun:
         self.request: CheckRequest = check_request(body)
         self.kind = request_kind(len(translation.body) // 4, body, exchange.key_id)
         self.stream = bool(head.stream)
-        self.escalated: list[str] = []
         self.attempts = 0
         self.request_id = ""
         self.limits: dict[str, str] | None = None
         self.top = self._top()
         self.current = exchange
         """The exchange of the attempt under way."""
+        self.answers = TierAnswers(
+            gateway, cascade, translation, self.request, self.kind, self._ask_judge
+        )
 
     def _top(self) -> tuple[str, str] | None:
         route = self.gateway.router.routes.get(self.cascade.tiers[-1])
@@ -151,17 +127,18 @@ class CascadeRun:
                 return self.refuse(exchange, dialect, exc)
             try:
                 return await self._dispatch(exchange, standing, prepared)
-            except _Escalate as escalation:
+            except Escalate as escalation:
                 cascade.learn(self.kind, tier, failed=True)
-                self.escalated.append(f"{tiers[tier]}={_names(escalation.failures)}")
+                failed = ",".join(f.check for f in escalation.failures)
+                self.answers.escalated.append(f"{tiers[tier]}={failed}")
             except SwitchyardError as exc:  # the tier failed before an answer
                 failure = Failure("error", exc.code or exc.type)
                 exchange.cascade = replace(prepared.note, outcome="escalated", failures=(failure,))
                 if not exchange.finished:
                     exchange.failed(exc.status, exc.code)
                 if note.top_tier:
-                    return dialect.error_response(exc, self._headers(prepared.headers, note))
-                self.escalated.append(f"{tiers[tier]}=error")
+                    return dialect.error_response(exc, self.answers.headers(prepared.headers, note))
+                self.answers.escalated.append(f"{tiers[tier]}=error")
         raise AssertionError("the last tier returns or raises")  # pragma: no cover
 
     def _next_exchange(self) -> Exchange:
@@ -187,7 +164,46 @@ class CascadeRun:
             exchange.failed(exc.status, exc.code)
         return dialect.error_response(exc, rejection_headers(exc))
 
-    async def _prepare(self, exchange: Exchange, note: CascadeNote) -> _Prepared:
+    async def _ask_judge(self, answer: Answer, judged: CascadeNote) -> Failure | None:
+        """The judge route's verdict on a tier's answer that passed its checks; None when
+        it says yes, or says nothing usable (no evidence: the answer passes). Its call is
+        an attempt of its own, recorded (`judge`) with what it cost."""
+        judge = self.cascade.config.judge
+        if judge is None:
+            return None
+        gateway = self.gateway
+        exchange = self._next_exchange()
+        route = gateway.router.route(judge.route)
+        raw = orjson.dumps(judge_body(judge, route.name, self.request, answer))
+        body, head = parse_body(raw, "chat.completions", None)
+        plan = gateway.router.plan(route, traits_of("chat.completions", body, head, {}))
+        leg = plan.first
+        record = DecisionRecord(leg.decision, leg.work, placement=leg.placement)
+        exchange.record, exchange.route = record, route.name
+        gateway.ring.add(record)
+        exchange.cascade = replace(judged, tier_route=route.name, outcome="judge", failures=())
+        upstream = UpstreamBodies(_PATH, raw, body, head.model, False)
+        dispatcher = gateway.dispatcher
+        try:
+            async with asyncio.timeout(judge.timeout_s):
+                lease, response = await dispatcher.send(
+                    record, plan, upstream.request_for, dispatcher.deadline()
+                )
+        except SwitchyardError as exc:
+            exchange.failed(exc.status, exc.code)
+            return None
+        except TimeoutError:
+            exchange.failed(504, "judge_timeout")
+            return None
+        exchange.lease = lease
+        document = response.document if isinstance(response.document, dict) else None
+        usage = usage_from_body(response.body, response.document)
+        exchange.answered(
+            response.status, usage, partial(collect_body, response.body, document=response.document)
+        )
+        return judge_failure(judge, p_yes(document or parsed_json(response.body)))
+
+    async def _prepare(self, exchange: Exchange, note: CascadeNote) -> Prepared:
         """The tier's route decided for the request, its record started."""
         gateway = self.gateway
         route = gateway.router.route(note.tier_route)
@@ -223,10 +239,10 @@ class CascadeRun:
         plain = self.translation.plain_body if body is self.body else None
         upstream = UpstreamBodies(_PATH, raw, body, self.head.model, self.stream, plain)
         headers = {"x-switchyard-decision": record.decision.id, **budget, **self.limits}
-        return _Prepared(route, plan, upstream, headers, note)
+        return Prepared(route, plan, upstream, headers, note)
 
     async def _dispatch(
-        self, exchange: Exchange, standing: Standing | None, prepared: _Prepared
+        self, exchange: Exchange, standing: Standing | None, prepared: Prepared
     ) -> Response:
         first_token_by = None
         admission = self.gateway.admission
@@ -235,8 +251,8 @@ class CascadeRun:
                 admission, exchange, prepared.route, prepared.plan, standing, prepared.headers
             )
         if self.stream:
-            return await self._streamed(exchange, prepared, first_token_by)
-        return await self._whole(exchange, prepared)
+            return await self.answers.streamed(exchange, prepared, first_token_by)
+        return await self.answers.whole(exchange, prepared)
 
     def _tier_body(self, last: bool) -> dict[str, Any]:
         """The request as a tier gets it: with log-probabilities asked for where a check
@@ -244,174 +260,6 @@ class CascadeRun:
         if last or not self.cascade.checks.asks_logprobs or self.body.get("logprobs"):
             return self.body
         return {**self.body, "logprobs": True}
-
-    async def _whole(self, exchange: Exchange, prepared: _Prepared) -> Response:
-        gateway, plan, upstream = self.gateway, prepared.plan, prepared.upstream
-        headers, note = prepared.headers, prepared.note
-        record = exchange.record
-        assert record is not None
-        deadline = gateway.dispatcher.deadline()
-        lease, response = await gateway.dispatcher.send(
-            record, plan, upstream.request_for, deadline
-        )
-        exchange.lease = lease
-        response = renamed_response(response, self.cascade.name, served_model(record))
-        collected = collect_body(response.body, document=response.document)
-        logprobs = body_logprobs(_mapping(response.document) or _parsed(response.body))
-        answer = answer_of(collected, logprobs)
-        verdict = self.cascade.checks.judge(self.request, answer)
-        collect = partial(kept, collected)
-        if not verdict.passed and not note.top_tier:
-            exchange.cascade = self._judged(note, verdict, answer, "escalated")
-            usage = usage_from_body(response.body, response.document)
-            exchange.escalated(response.status, usage, collect, complete=True)
-            raise _Escalate(verdict.failures)
-        outcome: CascadeOutcome = "passed" if verdict.passed else "failed"
-        exchange.cascade = self._judged(note, verdict, answer, outcome)
-        self.cascade.learn(self.kind, note.tier, failed=not verdict.passed)
-        return deliver_answer(
-            exchange, self.translation, response, self._headers(headers, note, verdict), collect
-        )
-
-    async def _streamed(
-        self, exchange: Exchange, prepared: _Prepared, first_token_by: float | None
-    ) -> Response:
-        gateway, plan, upstream = self.gateway, prepared.plan, prepared.upstream
-        headers, note = prepared.headers, prepared.note
-        record = exchange.record
-        assert record is not None
-        deadline = gateway.dispatcher.deadline()
-        lease, opened = await gateway.dispatcher.open_stream(
-            record, plan, upstream.request_for, deadline, first_token_by=first_token_by
-        )
-        exchange.lease = lease
-        stream = HeldStream(opened)
-        streaming = self.cascade.config.streaming
-        max_tokens = streaming.hold_tokens if streaming.mode == "hold" else 1
-        left_s = max(0.0, deadline - time.monotonic())
-        try:
-            held = await stream.hold(max_tokens, min(streaming.hold_s, left_s))
-        except BaseException:  # cancelled (the client left): the pump and upstream end
-            await stream.aclose()
-            raise
-        collector = StreamCollector()
-        collector.feed(held.data)
-        collected = collector.finish()
-        answer = answer_of(collected, stream_logprobs(held.data), complete=held.ended)
-        if held.error is not None:
-            await stream.aclose()
-            failure = Failure("error", getattr(held.error, "code", None) or "upstream_error")
-            self._end_held(exchange, note, held.tokens, answer, (failure,), complete=False)
-            raise _Escalate((failure,))
-        if held.ended or streaming.mode == "hold":
-            verdict = self.cascade.checks.judge(self.request, answer)
-        else:
-            verdict = _empty_start(answer)
-        if not verdict.passed and not note.top_tier:
-            await stream.aclose()
-            self._end_held(exchange, note, held.tokens, answer, verdict.failures, held.ended)
-            raise _Escalate(verdict.failures)
-        if held.ended or not verdict.passed:
-            outcome: CascadeOutcome = "passed" if verdict.passed else "failed"
-            exchange.cascade = self._judged(note, verdict, answer, outcome)
-            self.cascade.learn(self.kind, note.tier, failed=not verdict.passed)
-        else:  # committed before the whole was judged: judged when the stream ends
-            exchange.cascade = self._judged(note, verdict, answer, "committed")
-            exchange.judge_after = partial(self._judge_whole, exchange.cascade)
-        return relay_answer(
-            gateway,
-            exchange,
-            self.translation,
-            stream,
-            self._headers(headers, note, verdict, committed=not held.ended),
-            deadline,
-            public=self.cascade.name,
-            tapped=True,
-        )
-
-    def _end_held(
-        self,
-        exchange: Exchange,
-        note: CascadeNote,
-        tokens: int,
-        answer: Answer,
-        failures: tuple[Failure, ...],
-        complete: bool,
-    ) -> None:
-        """A held stream the client will not see: its attempt ends with what it cost."""
-        verdict = Verdict(failures, len(failures))
-        exchange.cascade = self._judged(note, verdict, answer, "escalated")
-        record = exchange.record
-        assert record is not None
-        usage = Usage(
-            prompt_tokens=record.work.prompt_tokens,
-            completion_tokens=answer.completion_tokens or tokens,
-            cached_tokens=None,
-        )
-        collected = CollectedResponse(
-            content=answer.text,
-            tool_calls=answer.tool_calls,
-            finish_reason=answer.finish_reason,
-            completion_tokens=answer.completion_tokens,
-            done=complete,
-        )
-        exchange.escalated(200, usage, partial(kept, collected), complete=complete)
-
-    def _judge_whole(self, note: CascadeNote, collected: CollectedResponse) -> CascadeNote:
-        """A committed stream's whole answer, judged for the record and the book."""
-        answer = answer_of(collected)
-        verdict = self.cascade.checks.judge(self.request, answer)
-        self.cascade.learn(self.kind, note.tier, failed=not verdict.passed)
-        return replace(note, failures=verdict.failures)
-
-    def _judged(
-        self, note: CascadeNote, verdict: Verdict, answer: Answer, outcome: CascadeOutcome
-    ) -> CascadeNote:
-        values = answer.logprobs
-        mean = math.fsum(values) / len(values) if values else None
-        return replace(note, outcome=outcome, failures=verdict.failures, mean_logprob=mean)
-
-    def _headers(
-        self,
-        headers: dict[str, str],
-        note: CascadeNote | None = None,
-        verdict: Verdict | None = None,
-        *,
-        committed: bool = False,
-    ) -> dict[str, str]:
-        if note is not None:
-            headers[TIER_HEADER] = note.tier_route
-        if verdict is not None:
-            if not verdict.passed:
-                headers[CHECKS_HEADER] = f"failed: {verdict.names}"
-            else:
-                headers[CHECKS_HEADER] = "committed" if committed else "passed"
-        if self.escalated:
-            headers[ESCALATED_HEADER] = "; ".join(self.escalated)
-        return headers
-
-
-def _empty_start(answer: Answer) -> Verdict:
-    """Commit mode: a start with content passes; one that ended empty does not."""
-    if answer.complete and not answer.text.strip() and not answer.tool_calls:
-        return Verdict((Failure("empty", "empty answer"),), 1)
-    return Verdict((), 1)
-
-
-def _names(failures: tuple[Failure, ...]) -> str:
-    return ",".join(f.check for f in failures)
-
-
-def _mapping(document: object) -> dict[str, Any] | None:
-    return document if isinstance(document, dict) else None
-
-
-def _parsed(body: bytes) -> dict[str, Any] | None:
-    try:
-        value = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def cascade_for(gateway: Gateway, model: str, endpoint: str) -> Cascade | None:

@@ -25,6 +25,7 @@ async def cascade_gateway(
     strong_faults: dict[str, Any] | None = None,
     streaming: dict[str, Any] | None = None,
     checks: list[Any] | None = None,
+    start: dict[str, Any] | None = None,
 ) -> RunningGateway:
     small = await start_emulator(faults=small_faults or {})
     strong = await start_emulator(faults=strong_faults or {})
@@ -39,7 +40,7 @@ async def cascade_gateway(
             "tiers": ["cheap", "best"],
             "checks": checks or ["empty", "loop", "response_format", "tool_calls"],
             "streaming": streaming or {},
-            "start": {"learned": False},
+            "start": start or {"learned": False},
         }
     ]
     return await start_gateway(config)
@@ -321,3 +322,35 @@ async def test_metrics_count_attempts_checks_and_costs(
     passed = 'switchyard_cascade_attempts_total{cascade="auto",outcome="passed",tier="best"}'
     assert await metric(gw, passed) == 2.0
     assert await metric(gw, 'switchyard_cascade_passing_answers_total{cascade="auto"}') == 2.0
+
+
+async def test_a_kind_that_keeps_failing_the_cheap_tier_starts_above_it(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    gw = await cascade_gateway(
+        start_emulator,
+        start_gateway,
+        small_faults={"loop_rate": 1.0},
+        # Decayed: three attempts a moment apart weigh a little under 3.
+        start={"min_samples": 2.9, "failure_rate": 0.8, "explore": 0.0},
+    )
+    seen = captured(gw)
+    body = {"model": "auto", "messages": QUESTION, "max_tokens": 120}
+    tiers_tried = []
+    for _ in range(6):
+        response = await gw.client.post("/v1/chat/completions", json=body)
+        assert response.headers["x-switchyard-cascade-tier"] == "best"
+        tiers_tried.append(response.headers.get("x-switchyard-cascade-escalated", ""))
+    assert tiers_tried == ["cheap=loop"] * 3 + [""] * 3  # three doomed tries, then none
+    started = [n for n in notes(seen) if n.attempt == 1]
+    assert [n.start_tier for n in started] == [0, 0, 0, 1, 1, 1]
+    assert "'cheap' skipped: this kind failed its checks there 3.0 of 3.0 times (100%)" in (
+        started[3].start_reason
+    )
+    # Another kind (tools asked) has no evidence against the cheap tier yet.
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    response = await gw.client.post(
+        "/v1/chat/completions", json={**body, "tools": [tool], "max_tokens": 20}
+    )
+    assert response.status_code == 200
+    assert [n.start_tier for n in notes(seen) if n.attempt == 1][-1] == 0
