@@ -132,9 +132,10 @@ def _check(args: argparse.Namespace) -> int:
         found = preflight(config, args.host or config.server.host)
         found.warn_or_refuse(sys.stderr)
         warned = bool(found.warnings)
+    cascades = f", {len(config.cascades)} cascades" if config.cascades else ""
     print(
         f"ok: {len(config.backends)} backends, {len(config.routes)} routes, "
-        f"{len(config.profiles)} profiles"
+        f"{len(config.profiles)} profiles{cascades}"
     )
     return 1 if warned and args.strict else 0
 

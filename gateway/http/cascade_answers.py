@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from gateway.http.proxy import Gateway
     from gateway.http.wire import UpstreamBodies
     from gateway.routing.router import RoutePlan
+    from providers.base import UpstreamResponse
 
 TIER_HEADER = "x-switchyard-cascade-tier"
 CHECKS_HEADER = "x-switchyard-cascade-checks"
@@ -60,6 +61,8 @@ class Prepared:
     upstream: UpstreamBodies
     headers: dict[str, str]
     note: CascadeNote
+    asked_logprobs: bool = False
+    """The gateway asked the tier for log-probabilities the client did not."""
 
 
 class TierAnswers:
@@ -103,6 +106,8 @@ class TierAnswers:
         outcome: CascadeOutcome = "passed" if verdict.passed else "failed"
         exchange.cascade = self._judged(note, verdict, answer, outcome)
         self.cascade.learn(self.kind, note.tier, failed=not verdict.passed)
+        if prepared.asked_logprobs:
+            response = _without_logprobs(response)
         return deliver_answer(
             exchange, self.translation, response, self.headers(headers, note, verdict), collect
         )
@@ -245,6 +250,24 @@ def _empty_start(answer: Answer) -> Verdict:
 
 def _mapping(document: object) -> dict[str, Any] | None:
     return document if isinstance(document, dict) else None
+
+
+def _without_logprobs(response: UpstreamResponse) -> UpstreamResponse:
+    """The answer without the log-probabilities the gateway asked for (a stream keeps
+    them: its chunks go out as they came)."""
+    document = response.document if isinstance(response.document, dict) else None
+    document = document or parsed_json(response.body)
+    choices = document.get("choices") if document is not None else None
+    if document is None or not isinstance(choices, list):
+        return response
+    document = {
+        **document,
+        "choices": [
+            {**c, "logprobs": None} if isinstance(c, dict) and "logprobs" in c else c
+            for c in choices
+        ],
+    }
+    return replace(response, body=orjson.dumps(document), document=document)
 
 
 def parsed_json(body: bytes) -> dict[str, Any] | None:

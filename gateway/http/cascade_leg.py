@@ -239,7 +239,7 @@ class CascadeRun:
         plain = self.translation.plain_body if body is self.body else None
         upstream = UpstreamBodies(_PATH, raw, body, self.head.model, self.stream, plain)
         headers = {"x-switchyard-decision": record.decision.id, **budget, **self.limits}
-        return Prepared(route, plan, upstream, headers, note)
+        return Prepared(route, plan, upstream, headers, note, asked_logprobs=body is not self.body)
 
     async def _dispatch(
         self, exchange: Exchange, standing: Standing | None, prepared: Prepared

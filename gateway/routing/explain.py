@@ -20,8 +20,9 @@ from policies.profiles import build_pipelines
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from gateway.config.root import Config
+    from gateway.config.root import Config, RouteConfig
     from gateway.telemetry.record import ClientEndpoint
+    from policies.snapshot import Endpoint
 
 
 def explain_request(
@@ -36,9 +37,34 @@ def explain_request(
     translation = path.dialect.read(raw, config.bounds)
     bounds = None if translation.translated else config.bounds
     body, head = parse_body(translation.body, path.endpoint, bounds)
-    route = router.route(head.model)
     lowered = {k.lower(): v for k, v in headers.items()}
-    plan = router.plan(route, traits_of(path.endpoint, body, head, lowered))
+    cascade = next((c for c in config.cascades if c.name == head.model), None)
+    if cascade is not None:
+        tiers = [
+            _explain_route(router, router.route(t), path.endpoint, body, head, lowered)
+            for t in cascade.tiers
+        ]
+        return {
+            "cascade": cascade.name,
+            "checks": [c.check for c in cascade.checks],
+            "judge": cascade.judge.route if cascade.judge is not None else None,
+            "streaming": cascade.streaming.mode,
+            "start": "the first tier: a dry run has no evidence of how this kind of request "
+            "fared (a running gateway's learned start may skip tiers)",
+            "tiers": tiers,
+        }
+    return _explain_route(router, router.route(head.model), path.endpoint, body, head, lowered)
+
+
+def _explain_route(
+    router: Router,
+    route: RouteConfig,
+    endpoint: Endpoint,
+    body: dict[str, Any],
+    head: Any,
+    lowered: Mapping[str, str],
+) -> dict[str, Any]:
+    plan = router.plan(route, traits_of(endpoint, body, head, lowered))
     # Nothing is sent, so only a route left without candidates moves on to its fallback.
     legs, left = [plan.first], []
     while not legs[-1].decision.order and (leg := plan.fallback()) is not None:

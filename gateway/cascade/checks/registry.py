@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
-from policies.strict_model import StrictModel
+from policies.strict_model import StrictModel, did_you_mean
 
 if TYPE_CHECKING:
     from gateway.cascade.answer import Answer, CheckRequest
@@ -83,7 +83,8 @@ def resolve(name: str) -> AnswerCheck[Any]:
     module_name, sep, attribute = name.partition(":")
     if not sep:
         known = ", ".join(sorted(BUILTIN_CHECKS))
-        raise CheckError(f"unknown check {name!r} (built-ins: {known}; or module:name)")
+        hint = did_you_mean(name, BUILTIN_CHECKS)
+        raise CheckError(f"unknown check {name!r}{hint} (built-ins: {known}; or module:name)")
     try:
         loaded = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:

@@ -354,3 +354,28 @@ async def test_a_kind_that_keeps_failing_the_cheap_tier_starts_above_it(
     )
     assert response.status_code == 200
     assert [n.start_tier for n in notes(seen) if n.attempt == 1][-1] == 0
+
+
+@pytest.mark.parametrize(("min_mean", "escalated"), [(-50.0, False), (-0.0001, True)])
+async def test_the_logprob_check_reads_log_probabilities_the_gateway_asked_for(
+    start_emulator: StartEmulator, start_gateway: StartGateway, min_mean: float, escalated: bool
+) -> None:
+    gw = await cascade_gateway(
+        start_emulator,
+        start_gateway,
+        checks=[{"check": "logprob", "params": {"min_mean": min_mean}}],
+    )
+    seen = captured(gw)
+    response = await gw.client.post(
+        "/v1/chat/completions", json={"model": "auto", "messages": QUESTION, "max_tokens": 30}
+    )
+    assert response.status_code == 200
+    first = notes(seen)[0]
+    assert first.mean_logprob is not None and first.mean_logprob < 0
+    if escalated:
+        assert response.headers["x-switchyard-cascade-escalated"] == "cheap=logprob"
+        assert "low confidence: mean token logprob" in first.failures[0].reason
+    else:
+        assert response.headers["x-switchyard-cascade-tier"] == "cheap"
+        # Asked for by the gateway, not the client: not in the client's answer.
+        assert response.json()["choices"][0]["logprobs"] is None
