@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from importlib import resources
 
 from fastapi import APIRouter, Query, Request
@@ -73,6 +74,9 @@ async def dashboard_json(
         raise NotFound("the dashboard is off (telemetry.dashboard: false)", code="not_found")
     # Quantiles over every bucket take milliseconds: not on the loop that relays streams.
     snap = await asyncio.to_thread(series.snapshot, window_s)
+    cascades = gateway.telemetry.cascades
+    if cascades is not None:
+        snap = {**snap, "cascades": cascades.snapshot(time.time(), snap["window_s"])}
     book = gateway.quality.book if gateway.quality is not None else None
     models = {b.name: list(b.models) for b in gateway.config.backends}
     data = dashboard_data(snap, gateway.telemetry, gateway.state.describe(), models, book)

@@ -14,6 +14,7 @@ from gateway.config.backends import price_book
 from gateway.process.tasks import cancel_and_wait
 from gateway.store.config import resolve_url
 from gateway.telemetry.access_log import AccessLog
+from gateway.telemetry.cascade_series import CascadeSeries
 from gateway.telemetry.client_metrics import ConnectionTally
 from gateway.telemetry.live_prices import LivePrices
 from gateway.telemetry.metrics import GatewayMetrics
@@ -49,6 +50,8 @@ class Telemetry:
     only)."""
     metrics: GatewayMetrics | None = None
     series: DashboardSeries | None = None
+    cascades: CascadeSeries | None = None
+    """The dashboard's view of cascades (with the dashboard on and cascades configured)."""
     recent_refusals: RecentRefusals | None = None
     """The dashboard's list of the last refusals of each code."""
     store: StoreWriter | None = None
@@ -124,6 +127,10 @@ def build_telemetry(config: Config, pipelines: Mapping[str, Pipeline]) -> Teleme
         pipe.add_sink(telemetry.series)
         telemetry.recent_refusals = RecentRefusals(refused.max_codes)
         pipe.add_sink(telemetry.recent_refusals)
+        if config.cascades:
+            dash = config.telemetry
+            telemetry.cascades = CascadeSeries(prices, dash.window_s, dash.bucket_s)
+            pipe.add_sink(telemetry.cascades)
     if url is not None:
         from gateway.store.writer import StoreWriter
 

@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gateway.cascade.checks.registry import AnswerCheck, NoParams, answer_check
 from gateway.quality.signals.loops import find_loop, has_repeated_trigram, words_of
@@ -61,13 +61,23 @@ class RefusalParams(StrictModel):
     )
     within_chars: int = Field(200, ge=1, le=10_000, description="Of the answer's start read.")
 
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression: {exc}") from None
+        return patterns
+
 
 @answer_check("refusal", RefusalParams, judges_start=True)
 def refusal(request: CheckRequest, answer: Answer, params: RefusalParams) -> str | None:
     """The answer begins by declining."""
     start = answer.text[: params.within_chars].lower().replace("\u2019", "'")
     for pattern in params.patterns:
-        match = re.search(pattern, start)
+        match = re.search(pattern, start, re.IGNORECASE)
         if match is not None:
             return f"refused: {start[match.start() : match.end()]!r}"
     return None
@@ -143,12 +153,16 @@ def tool_calls(request: CheckRequest, answer: Answer, params: ToolCallParams) ->
     if not tools or not answer.complete:
         return None
     if not answer.tool_calls:
-        if request.tools_required or params.expect_call:
+        expected = params.expect_call and request.tool_choice != "none"
+        if request.tools_required or expected:
             return "no tool call, where the request called for one"
         return None
+    forced = _forced_tool(request.tool_choice)
     for call in answer.tool_calls:
         if call.name not in tools:
             return f"unknown tool {call.name!r}"
+        if forced is not None and call.name != forced:
+            return f"called {call.name!r} where the request named {forced!r}"
         if call.arguments_cut:
             continue
         arguments, problem = parse_arguments(call.arguments)
@@ -164,6 +178,13 @@ def tool_calls(request: CheckRequest, answer: Answer, params: ToolCallParams) ->
         if violation is not None:
             return f"arguments of {call.name!r} fail its schema: {violation}"
     return None
+
+
+def _forced_tool(choice: Any) -> str | None:
+    """The tool `tool_choice` names (`{"type": "function", "function": {"name": …}}`)."""
+    function = choice.get("function") if isinstance(choice, Mapping) else None
+    name = function.get("name") if isinstance(function, Mapping) else None
+    return name if isinstance(name, str) else None
 
 
 class LogprobParams(StrictModel):

@@ -87,7 +87,8 @@ def resolve(name: str) -> AnswerCheck[Any]:
         raise CheckError(f"unknown check {name!r}{hint} (built-ins: {known}; or module:name)")
     try:
         loaded = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
+    # A malformed path (`:x`, `.mod:x`) raises ValueError or TypeError, not ImportError.
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
         raise CheckError(f"cannot load check {name!r}: {exc}") from None
     if not isinstance(loaded, AnswerCheck):
         raise CheckError(f"{name!r} is not an AnswerCheck (make it with answer_check)")

@@ -51,6 +51,7 @@ class HeldStream:
     __slots__ = (
         "_clock",
         "_ended",
+        "_error",
         "_pump",
         "_queue",
         "_upstream",
@@ -68,6 +69,7 @@ class HeldStream:
         self.rate_limit: RateLimitSignal | None = upstream.rate_limit
         self.first_chunk = b""
         self._ended = False
+        self._error: Exception | None = None
         self._queue: asyncio.Queue[bytes | object | BaseException] = asyncio.Queue(QUEUE_CHUNKS)
         self._pump = asyncio.ensure_future(self._read())
 
@@ -102,6 +104,7 @@ class HeldStream:
                 return Held(self.first_chunk, True, counter.tokens)
             if isinstance(item, Exception):
                 self.first_chunk = b"".join(parts)
+                self._error = item
                 return Held(self.first_chunk, False, counter.tokens, error=item)
             assert isinstance(item, bytes)
             parts.append(item)
@@ -110,6 +113,8 @@ class HeldStream:
         return Held(self.first_chunk, False, counter.tokens)
 
     async def rest(self) -> AsyncIterator[bytes]:
+        if self._error is not None:  # the hold took it: raised again, not waited for
+            raise self._error
         while not self._ended:
             item = await self._queue.get()
             if item is _END:

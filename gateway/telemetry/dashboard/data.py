@@ -67,6 +67,7 @@ def dashboard_data(
         "refused": recent.rows() if (recent := telemetry.recent_refusals) is not None else [],
         "fleet": snap["fleet"],
         "backends": backends,
+        "cascades": snap.get("cascades", []),
     }
 
 

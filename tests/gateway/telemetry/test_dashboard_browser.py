@@ -145,3 +145,39 @@ async def test_a_backend_without_its_key_shows_a_badge(
     badges = [(text, row) for metric, text, row in parse(dom).found if metric == "credentials"]
     assert badges == [("no key", "engine-b")]
     assert 'title="SY_DASH_UNSET_KEY is unset or empty"' in dom
+
+
+async def test_the_cascades_card_shows_where_answers_came_from(
+    browser: str, start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    small = await start_emulator(models=["emulated-model"], faults={"loop_rate": 1.0})
+    strong = await start_emulator(models=["emulated-model"])
+    config = make_config({"small": small.base_url, "strong": strong.base_url})
+    config["backends"][1]["pricing"] = {"input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0}
+    config["routes"] = [
+        {"name": "cheap", "model": "emulated-model", "backends": ["small"]},
+        {"name": "best", "model": "emulated-model", "backends": ["strong"]},
+    ]
+    config["cascades"] = [
+        {
+            "name": "auto",
+            "tiers": ["cheap", "best"],
+            "checks": ["loop"],
+            "start": {"learned": False},
+        }
+    ]
+    gw = await start_gateway(config)
+    body = {"model": "auto", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 120}
+    for _ in range(3):
+        assert (await gw.client.post("/v1/chat/completions", json=body)).status_code == 200
+    await drained(gw, 6)
+    data = (await gw.client.get("/v1/switchyard/dashboard")).json()
+    (cascade,) = data["cascades"]
+    assert cascade["answers"] == 3 and cascade["answered_by"] == {"best": 3}
+    assert cascade["checks"] == {"cheap/loop": 3}
+    dom = await asyncio.to_thread(chromium, gw.url + "/dashboard", "--dump-dom")
+    page = parse(dom)
+    assert 'data-cascade="auto"' in dom
+    assert page.first("cascade_answers") == "3"
+    assert page.first("cascade_passing") == "100.0%"
+    assert 'data-check="cheap/loop"' in dom

@@ -10,7 +10,7 @@ import {
   cacheChart, drawCharts, latencyChart, overheadChart, qualityChart, resetCharts, spendChart, successChart, trafficChart,
 } from './charts.js';
 import {
-  backendsTable, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, qualityNote, reasonsCard, refusedCard, tiles,
+  backendsTable, cascadesCard, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, qualityNote, reasonsCard, refusedCard, tiles,
   worstQuality,
 } from './panels.js';
 
@@ -48,6 +48,7 @@ function fleetPage(data) {
       reasonsCard(fleet.reasons, 'the policy that set the chosen backend apart'),
       errorsCard(fleet.summary || {})),
     refusedCard(data.rejected, data.refused),
+    (data.cascades || []).length > 0 && cascadesCard(data.cascades),
   ];
 }
 

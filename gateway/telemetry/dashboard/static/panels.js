@@ -163,3 +163,32 @@ export function qualityCard(quality) {
 }
 
 const scoreTone = (v) => (!isNum(v) ? '' : v < 0.5 ? 'bad' : v < 0.85 ? 'warn' : 'good');
+
+// Cascades (a cheap tier first, a stronger one when the answer fails its checks): per
+// cascade, which tier answered, each tier's escalations and the checks behind them, and
+// the cost per passing answer against sending everything to the top tier.
+export function cascadesCard(cascades) {
+  const blocks = (cascades || []).map((c) => {
+    const tiers = (c.tiers || []).map((t) => h('tr', { 'data-tier': t.tier },
+      h('td', {}, h('code', {}, t.tier)),
+      h('td', { class: 'num' }, fmtInt(t.attempts)),
+      h('td', { class: 'num' }, fmtInt((c.answered_by || {})[t.tier] || 0)),
+      h('td', { class: 'num' }, fmtPct(t.escalation_rate), shareBar(t.escalation_rate))));
+    const checks = Object.entries(c.checks || {}).map(([key, n]) => h('tr', { 'data-check': key },
+      h('td', {}, h('code', {}, key)), h('td', { class: 'num' }, fmtInt(n))));
+    return h('div', { class: 'model', 'data-cascade': c.cascade },
+      h('div', { class: 'model-head' },
+        h('strong', {}, c.cascade),
+        h('span', {}, 'answers ', metric('cascade_answers', fmtInt(c.answers))),
+        h('span', {}, 'passing ', metric('cascade_passing', fmtPct(c.answers ? c.passing / c.answers : null))),
+        h('span', {}, 'cost per passing answer ', metric('cascade_cost_per_passing', fmtUsd(c.cost_per_passing_usd))),
+        h('span', {}, 'vs top tier ', metric('cascade_saving', c.saving === null ? DASH : `${fmtPct(c.saving)} saved`)),
+        c.skipped_tiers > 0 && h('span', { class: 'muted' }, `${fmtInt(c.skipped_tiers)} tiers skipped (learned start)`),
+        c.failed > 0 && h('span', { class: 'muted' }, `${fmtInt(c.failed)} answers failed at the last tier`)),
+      h('div', { class: 'split' },
+        table(['Tier', ' Attempts', ' Answered', ' Escalated'], tiers, 'No attempt in this window.'),
+        table(['Tier / check failed', ' Failures'], checks, 'No check failed in this window.')));
+  });
+  return card('Cascades', 'cheap tier first: where answers came from and why requests escalated',
+    blocks.length ? blocks : h('p', { class: 'empty' }, 'No request reached a cascade in this window.'));
+}

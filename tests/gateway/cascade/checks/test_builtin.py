@@ -161,12 +161,6 @@ def test_refusal_uses_the_operators_patterns_in_place_of_the_built_ins() -> None
     assert judge("refusal", ask(), Answer("I cannot help with that."), **params) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gateway/cascade/checks/builtin.py:68-70: the patterns are documented as "
-    "case-insensitive, but the text is lower-cased and re.search runs without "
-    "re.IGNORECASE, so an operator's pattern with a capital letter never matches",
-)
 def test_refusal_patterns_are_case_insensitive() -> None:
     found = judge("refusal", ask(), Answer("I cannot help."), patterns=[r"I cannot"])
     assert found == "refused: 'i cannot'"
@@ -394,12 +388,6 @@ def test_tool_calls_expect_call_fails_a_text_answer_to_a_request_with_tools() ->
     assert judge("tool_calls", ask(), Answer("It is sunny."), expect_call=True) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="gateway/cascade/checks/builtin.py:145-146: expect_call fails a text answer "
-    "even when the client sent tool_choice 'none', where text is the only answer allowed, "
-    "so every such request escalates and the last tier's answer is marked failed",
-)
 def test_tool_calls_expect_call_does_not_fail_text_where_the_client_forbade_calls() -> None:
     request = ask(tools=TOOLS, tool_choice="none")
     assert judge("tool_calls", request, Answer("It is sunny."), expect_call=True) is None
@@ -440,3 +428,13 @@ def test_logprob_passes_a_confident_answer_or_one_without_enough_logprobs(
 def test_logprob_judges_the_start_of_a_held_stream() -> None:
     answer = Answer("x", logprobs=(-2.0,), complete=False)
     assert judge("logprob", ask(), answer) is not None
+
+
+def test_tool_calls_fails_a_call_of_another_tool_than_the_one_the_request_named() -> None:
+    request = ask(
+        tools=TOOLS, tool_choice={"type": "function", "function": {"name": "get_weather"}}
+    )
+    declared = [t["function"]["name"] for t in TOOLS]
+    other = next(name for name in declared if name != "get_weather")
+    reason = judge("tool_calls", request, Answer(tool_calls=calls((other, "{}"))))
+    assert reason == f"called {other!r} where the request named 'get_weather'"

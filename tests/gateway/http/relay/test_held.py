@@ -197,3 +197,13 @@ async def test_the_held_stream_tells_what_the_upstream_told() -> None:
     assert stream.content_type == "text/event-stream"
     assert stream.rate_limit is upstream.rate_limit
     await stream.aclose()
+
+
+async def test_rest_after_an_error_the_hold_took_raises_it_instead_of_waiting() -> None:
+    error = UpstreamTimeout("stalled", backend="small")
+    stream = HeldStream(FakeUpstream(ROLE, texts("a"), error=error))
+    held = await stream.hold(max_tokens=100, max_s=30)
+    assert held.error is error
+    with pytest.raises(UpstreamTimeout):
+        await asyncio.wait_for(drain(stream), 5)
+    await stream.aclose()
