@@ -38,6 +38,7 @@ _SETTING_FLAGS: list[tuple[str, str, type]] = [
     ("--output-tokens-mean", "output_tokens_mean", float),
     ("--output-tokens-sigma", "output_tokens_sigma", float),
     ("--ignore-eos", "ignore_eos", bool),
+    ("--answers", "answers", str),
 ]
 _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--fail-status", "fail_status", int),
@@ -65,7 +66,7 @@ _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--flap-requests", "flap_requests", int),
     ("--flap-status", "flap_status", int),
 ]
-_CHOICES = {"cost_model": ("linear", "batched")}
+_CHOICES = {"cost_model": ("linear", "batched"), "answers": ("filler", "oracle")}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -20,6 +20,7 @@ from emulator.content.generation import (
     generate_choices,
 )
 from emulator.content.needle import needle_answer, needle_key
+from emulator.content.oracle import oracle_answer
 from emulator.content.text import CHARS_PER_TOKEN
 from emulator.engine.context_window import VisiblePrompt
 from emulator.engine.pacing import Pacer
@@ -71,7 +72,8 @@ class InferencePath:
                 return self._error(api, _rate_limited(rate), rate)
             prompt = _visible_prompt(runtime, call)
             faults = runtime.injector.roll(call.generation)
-            choices = generate_choices(call.generation, runtime.lengths, _style(prompt, faults))
+            style = _style(prompt, faults, oracle=runtime.settings.answers == "oracle")
+            choices = generate_choices(call.generation, runtime.lengths, style)
             timeline = plan_timeline(runtime, prompt, choices, call.cache_pieces)
         except BadRequest as exc:
             return self._error(api, Failure.of(exc), rate)
@@ -235,7 +237,11 @@ def _visible_prompt(runtime: EmulatorRuntime, call: EngineCall) -> VisiblePrompt
     )
 
 
-def _style(prompt: VisiblePrompt, faults: RequestFaults) -> AnswerStyle:
+def _style(prompt: VisiblePrompt, faults: RequestFaults, *, oracle: bool) -> AnswerStyle:
     key = needle_key(prompt.body) if prompt.chat else None
     answer = None if key is None else needle_answer(key, prompt.text())
-    return AnswerStyle(answer, faults.loop, faults.substitute, faults.tool_fault)
+    style = AnswerStyle(answer, faults.loop, faults.substitute, faults.tool_fault)
+    if not oracle or not prompt.chat or answer is not None:
+        return style
+    known = oracle_answer(prompt.body, prompt.generation)
+    return replace(style, answer=known.text, call=known.call)

@@ -186,6 +186,14 @@ class EmulatorOptions(BaseModel):
         description="Every answer runs to exactly max_tokens, as if each request asked "
         "vLLM's ignore_eos: for benchmarks whose figures need fixed output lengths.",
     )
+    answers: Literal["filler", "oracle"] = Field(
+        "filler",
+        description="filler: deterministic words, tool calls and JSON from the schema's "
+        "examples. oracle: a stand-in for a strong model on checkable work: JSON and tool "
+        "arguments that validate and carry the values the prompt states, the tool the "
+        "user names, right answers to arithmetic and code look-ups; else filler "
+        "(emulator/content/oracle.py).",
+    )
 
     @model_validator(mode="after")
     def _check_kv_capacity(self) -> Self:

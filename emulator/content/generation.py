@@ -4,8 +4,9 @@ How long a text answer or a tool call's text runs is the engine's end-of-sequenc
 (``answer_length.py``): it ends on its own before ``max_tokens``, or runs to exactly
 ``max_tokens`` when the request or the engine asks for ``ignore_eos``. An ``AnswerStyle``
 bends that for faults (loops, a substituted model, broken tool calls) and for a known
-answer (needle retrieval). A request that asks the model to think gets its thinking
-first: words of their own, decoded like the answer, before it.
+answer (needle retrieval, the oracle's answers and tool calls). A request that asks the
+model to think gets its thinking first: words of their own, decoded like the answer,
+before it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import random
 import secrets
 import struct
 from dataclasses import dataclass, replace
+from typing import Any
 
 import orjson
 
@@ -75,13 +77,22 @@ class ChoiceOutput:
 
 
 @dataclass(frozen=True, slots=True)
+class KnownCall:
+    """A tool call decided before generation: the function and its arguments."""
+
+    tool: ToolSpec
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class AnswerStyle:
     """How the engine answers, beyond what the request asks: faults, and a known answer."""
 
-    answer: str | None = None  # replaces generated text (needle retrieval)
+    answer: str | None = None  # replaces generated text (needle retrieval, the oracle)
     loop: bool = False
     substitute: bool = False
     tool_fault: ToolFault | None = None
+    call: KnownCall | None = None  # replaces the schema's example call (the oracle)
 
 
 HEALTHY = AnswerStyle()
@@ -128,7 +139,8 @@ def _answer(request: GenerationRequest, index: int, seed: int, draw: _Draw) -> C
     style = draw.style
     if request.tool is not None:
         padded_to = request.max_tokens if _exact(request, draw.lengths) else 0
-        return _tool_choice(request.tool, index, padded_to, style.tool_fault)
+        call = style.call or _example_call(request.tool)
+        return _tool_choice(call, index, padded_to, style.tool_fault)
     pieces, finish = _content(request, seed, draw)
     tokens = len(pieces)
     stops = request.sampling.stop
@@ -182,15 +194,18 @@ def _next_token(token: str) -> str:
     return TOKENS[(TOKENS.index(token) + 1) % len(TOKENS)]
 
 
-def _tool_choice(
-    tool: ToolSpec, index: int, padded_to: int, fault: ToolFault | None
-) -> ChoiceOutput:
+def _example_call(tool: ToolSpec) -> KnownCall:
     arguments = example_for_schema(tool.parameters)
     # A function always receives an object, even when its schema is odd or empty.
-    arguments = arguments if isinstance(arguments, dict) else {}
-    name, text = tool.name, orjson.dumps(arguments).decode()
+    return KnownCall(tool, arguments if isinstance(arguments, dict) else {})
+
+
+def _tool_choice(
+    call: KnownCall, index: int, padded_to: int, fault: ToolFault | None
+) -> ChoiceOutput:
+    name, text = call.tool.name, orjson.dumps(call.arguments).decode()
     if fault is not None:
-        name, text = corrupt_tool_call(tool, arguments, fault)
+        name, text = corrupt_tool_call(call.tool, call.arguments, fault)
     pieces = split_pieces(text)
     # An exact length (ignore_eos) is max_tokens of decode work: pad with whitespace,
     # which JSON allows after the object, so the arguments still parse.

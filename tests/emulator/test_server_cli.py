@@ -84,6 +84,13 @@ def test_settings_from_args() -> None:
     assert run(_parse("--time-scale", "-1")) == 2
 
 
+def test_answers_flag() -> None:
+    assert settings_from_args(_parse("--answers", "oracle")).answers == "oracle"
+    assert settings_from_args(_parse()).answers == "filler"
+    with pytest.raises(SystemExit):
+        _parse("--answers", "genius")
+
+
 def test_key_and_rate_limit_flags() -> None:
     args = _parse(
         "--api-key", "emulator-secret", "--rate-limit-requests-per-minute", "60",
