@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import Self
+from typing import Annotated, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -132,6 +132,10 @@ class RateLimitsConfig(StrictConfig):
     )
 
 
+DroppableParam = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+_NEEDED_PARAMS = frozenset({"model", "messages", "prompt", "input", "stream"})
+
+
 class BackendConfig(StrictConfig):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$")
     kind: BackendKind = "openai-compatible"
@@ -146,6 +150,13 @@ class BackendConfig(StrictConfig):
         None,
         description="kind openai-compatible: the service whose defaults fill base_url and "
         "health_url; kinds vllm, sglang, llama-cpp, ollama and openai are their own preset.",
+    )
+    drop_params: list[DroppableParam] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Top-level request fields taken out before a request goes to this "
+        "backend: what it would refuse, or enforce in its own way (response_format on an "
+        "engine that would constrain its grammar to it).",
     )
     extra_headers: dict[str, str] = Field(
         default_factory=dict,
@@ -226,6 +237,14 @@ class BackendConfig(StrictConfig):
         description="Per upstream model (one of `models`): its prices here, instead of `pricing`.",
     )
     rate_limits: RateLimitsConfig = RateLimitsConfig()
+
+    @field_validator("drop_params")
+    @classmethod
+    def _keeps_what_a_request_needs(cls, fields: list[str]) -> list[str]:
+        needed = sorted(_NEEDED_PARAMS.intersection(fields))
+        if needed:
+            raise ValueError(f"cannot drop {', '.join(needed)}: every request needs it")
+        return fields
 
     @field_validator("extra_headers")
     @classmethod

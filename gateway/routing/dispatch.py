@@ -24,6 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+import orjson
+
 from gateway.errors import (
     CapacityExhausted,
     NoBackendAvailable,
@@ -72,6 +74,7 @@ class Dispatcher:
         self._providers = providers
         self._prefixes = prefixes
         self._clock = clock
+        self._dropped = {b.name: frozenset(b.drop_params) for b in config.backends if b.drop_params}
 
     def deadline(self) -> float:
         return self._clock() + self._config.timeouts.total_s
@@ -239,6 +242,9 @@ class Dispatcher:
         started = self._clock()
         model = leg.route.model_for(name)
         request = trial.request_for(model)
+        dropped = self._dropped.get(name)
+        if dropped:
+            request = _without(request, dropped)
         breakpoints = leg.work.added_breakpoints(name)
         if breakpoints is not None:
             request = replace(request, cache_breakpoints=breakpoints)
@@ -349,3 +355,15 @@ def _no_first_token() -> RequestShed:
         code="deadline_unmeetable",
         retry_after_s=1.0,
     )
+
+
+def _without(request: UpstreamRequest, fields: frozenset[str]) -> UpstreamRequest:
+    """`request` without the top-level `fields` its backend must not get (`drop_params`)."""
+    body = orjson.loads(request.body)
+    if not isinstance(body, dict) or fields.isdisjoint(body):
+        return request
+    kept = orjson.dumps({k: v for k, v in body.items() if k not in fields})
+    marked = request.marked_body
+    if marked is not None and isinstance(marked_body := orjson.loads(marked), dict):
+        marked = orjson.dumps({k: v for k, v in marked_body.items() if k not in fields})
+    return replace(request, body=kept, marked_body=marked)
