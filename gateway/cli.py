@@ -158,6 +158,7 @@ BENCH_MODULES = {
     "cpu": "bench.cpu.cli",
     "decision": "bench.decision.cli",
     "quality": "bench.quality.cli",
+    "cascade": "bench.cascade.cli",
     "quality-real": "bench.quality_real.cli",
     "real-engines": "bench.real_engines.cli",
     "telemetry": "bench.telemetry_cost",
@@ -270,7 +271,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "calibrated on real llama.cpp replicas), real-engines (a chat trace through "
         "round-robin, least-load and cache-aware on real llama.cpp replicas), cpu (CPU "
         "per request and per SSE chunk with the defaults on, and what each part costs), "
-        "telemetry (what records, metrics and the store cost), "
+        "telemetry (what records, metrics and the store cost), cascade (a cheap tier "
+        "first against always-small and always-strong, on a real llama.cpp small tier), "
         "or hold, soak, kill-backend, store-outage, slow-clients (load and soak: "
         "docs/reliability.md)",
         description="Arguments after the benchmark's name go to it; see `switchyard bench "
