@@ -67,14 +67,19 @@ _FAULT_FLAGS: list[tuple[str, str, type]] = [
     ("--flap-status", "flap_status", int),
 ]
 _CHOICES = {"cost_model": ("linear", "batched"), "answers": ("filler", "oracle")}
+DESCRIPTION = (
+    "Run an emulated engine (or --fleet N of them) that serves the OpenAI, Anthropic and "
+    "Gemini formats on one port: OpenAI's /chat/completions, /completions and /embeddings "
+    "and Anthropic's /messages under http://HOST:PORT/v1 (the base_url of a kind "
+    "openai-compatible or kind anthropic backend), Gemini's under http://HOST:PORT/v1beta "
+    "(kind gemini)."
+)
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     """`switchyard emulate`'s arguments: its own parser, built when the command runs (the
     settings model it reads is not loaded for the rest of the CLI)."""
-    parser = argparse.ArgumentParser(
-        prog="switchyard emulate", description="Run an emulated OpenAI-compatible engine."
-    )
+    parser = argparse.ArgumentParser(prog="switchyard emulate", description=DESCRIPTION)
     add_arguments(parser)
     return parser.parse_args(argv)
 

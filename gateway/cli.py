@@ -288,7 +288,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     # Its arguments, read off the emulator's settings model, are parsed by the emulator's
     # own parser when the command runs (`switchyard emulate --help` lists them).
     emulate = sub.add_parser(
-        "emulate", help="run an emulated OpenAI-compatible engine", add_help=False
+        "emulate",
+        help="run an emulated engine: OpenAI, Anthropic and Gemini formats on one port",
+        add_help=False,
     )
     emulate.set_defaults(func=_emulate)
 

@@ -8,6 +8,8 @@ ApiError (status, OpenAI type/code/param, message, retryable, retry_after_s)
     ├── UpstreamStatusError (the backend's 4xx, else 502; 429 and 5xx are retryable)
     │   ├── UpstreamCredentialsRefused 502 (the backend refused the gateway's own key;
     │   │   the message names the variable it came from, `KeySource`)
+    │   ├── UpstreamNotFound 404 (no such path or model there: the message names the
+    │   │   backend and the path asked, and asks whether its base_url is right)
     │   └── UpstreamNotReady 502 (the engine is up but not serving yet: loading its model)
     └── UnsupportedRequest 400, MissingDeployment 400 (a request the adapter cannot send
         as it is: the client's error, not retried)
@@ -21,6 +23,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
+
+import orjson
 
 from providers.rate_limits import RateLimitSignal
 
@@ -99,10 +104,14 @@ class UpstreamStatusError(UpstreamError):
         upstream_body: bytes = b"",
         retry_after_s: float | None = None,
         rate_limit: RateLimitSignal | None = None,
+        said: str | None = None,
     ) -> None:
         super().__init__(message, backend=backend, code=f"upstream_{upstream_status}")
         self.upstream_status = upstream_status
         self.upstream_body = upstream_body
+        self.said = said
+        """What the backend said of the error in its API's own error shape, as the adapter
+        read it (its key scrubbed out, cut short); None when it said nothing readable."""
         self.retry_after_s = retry_after_s
         self.rate_limit = rate_limit
         # 5xx and 429 are the backend's trouble: another candidate may succeed.
@@ -110,6 +119,85 @@ class UpstreamStatusError(UpstreamError):
         self.status = upstream_status if 400 <= upstream_status < 500 else 502
         if upstream_status == 429:
             self.type = "rate_limit_error"
+
+
+class UpstreamNotFound(UpstreamStatusError):
+    """The backend answered 404 to what it was asked: it has no such path (most often a
+    `base_url` without its API's prefix, `/v1`) or no such model.
+
+    The message names the backend and the method and path asked (never the query, a key
+    or the client's body), then what the backend said of it or, when it said nothing
+    readable, asks whether its base_url is right and gives its provider's own. The client
+    gets that message, in the upstream's OpenAI-shaped error object when there is one (its
+    type and code kept: OpenAI's `model_not_found`), else in the gateway's.
+
+    The status stays the backend's 404, not a 502: the gateway cannot tell a path the
+    backend lacks (its own misconfiguration) from a model it lacks, and OpenAI answers an
+    unknown model with a 404 that clients act on (the SDKs' NotFoundError). Not retryable,
+    as any 4xx: no sign that the backend is failing, and what is wrong is the same on
+    every request until its config is fixed, which the message says how to find.
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: str | None,
+        asked: str,
+        said: str | None = None,
+        provider_url: str | None = None,
+        upstream_body: bytes = b"",
+        retry_after_s: float | None = None,
+        rate_limit: RateLimitSignal | None = None,
+    ) -> None:
+        message = f"backend '{backend}' answered HTTP 404 for {asked}: "
+        if said:
+            message += said
+        else:
+            message += "is its base_url right?"
+            if provider_url:
+                message += f" Its provider's is {provider_url}"
+        super().__init__(
+            message,
+            backend=backend,
+            upstream_status=404,
+            upstream_body=_with_message(upstream_body, message),
+            retry_after_s=retry_after_s,
+            rate_limit=rate_limit,
+            said=said,
+        )
+
+    @classmethod
+    def of(
+        cls, error: UpstreamStatusError, asked: str, provider_url: str | None
+    ) -> UpstreamNotFound:
+        """An adapter's mapping of a 404 (`error`), with what the HTTP layer knows: the
+        method and path it sent (`POST /v1/messages`) and its provider's base URL."""
+        return cls(
+            backend=error.backend,
+            asked=asked,
+            said=error.said,
+            provider_url=provider_url,
+            upstream_body=error.upstream_body,
+            retry_after_s=error.retry_after_s,
+            rate_limit=error.rate_limit,
+        )
+
+
+def openai_error_object(body: bytes) -> dict[str, Any] | None:
+    """The `error` object of an OpenAI-shaped error body; None for any other body."""
+    try:
+        document = orjson.loads(body) if body else None
+    except orjson.JSONDecodeError:
+        return None
+    error = document.get("error") if isinstance(document, dict) else None
+    return error if isinstance(error, dict) else None
+
+
+def _with_message(body: bytes, message: str) -> bytes:
+    """An OpenAI-shaped error body with its message replaced by `message`; empty for any
+    other body (the host then answers in its own shape, `message` included)."""
+    error = openai_error_object(body)
+    return b"" if error is None else orjson.dumps({"error": {**error, "message": message}})
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,9 @@ from providers.errors import (
     UpstreamCredentialsRefused,
     UpstreamError,
     UpstreamStatusError,
+    openai_error_object,
 )
+from providers.presets import provider_base_url
 from providers.settings import DEFAULT_IDLE_KEEPALIVE_S, HttpClient, ProviderSettings
 from providers.transport.http_stream import HttpStream
 from providers.transport.http_transport import (
@@ -37,6 +39,8 @@ from providers.transport.http_transport import StatusErrorMapper as StatusErrorM
 
 if TYPE_CHECKING:
     import aiohttp
+
+_MAX_SAID_CHARS = 500
 
 
 async def open_openai_compatible(settings: ProviderSettings) -> OpenAICompatibleProvider:
@@ -59,12 +63,14 @@ class OpenAICompatibleProvider:
         health_url: str | None = None,
         health_judge: HealthJudge | None = None,
         api_key_env: str | None = None,
+        provider_url: str | None = None,
     ) -> None:
         """`headers` replace the bearer-token headers, for clouds that take the key in a
         header of their own; `api_key` is then only scrubbed from error bodies.
         `api_key_env`: the variable the key came from, which a refusal of it names.
         `health_url` is what the probe GETs (None: the model list, `{base_url}/models`),
-        `health_judge` what its status means (None: `openai_health`)."""
+        `health_judge` what its status means (None: `openai_health`). `provider_url`: the
+        cloud's own base URL, which a 404's message suggests (`UpstreamNotFound`)."""
         self.name = name
         self.base_url = base_url.rstrip("/")
         self._health_url = health_url
@@ -78,6 +84,7 @@ class OpenAICompatibleProvider:
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
             http_client=http_client,
+            provider_url=provider_url,
         )
 
     @classmethod
@@ -98,6 +105,7 @@ class OpenAICompatibleProvider:
             headers=upstream_headers(settings.api_key, settings.extra_headers),
             health_url=settings.health_url,
             api_key_env=settings.api_key_env,
+            provider_url=provider_base_url(settings.kind, settings.preset),
             **options,
         )
 
@@ -156,7 +164,15 @@ class OpenAICompatibleProvider:
             upstream_status=status,
             upstream_body=body,
             retry_after_s=retry_after_s,
+            said=_said(body),
         )
+
+
+def _said(body: bytes) -> str | None:
+    """The message of an OpenAI-shaped error body, cut short; None for any other body."""
+    error = openai_error_object(body)
+    message = error.get("message") if error is not None else None
+    return message[:_MAX_SAID_CHARS] if isinstance(message, str) and message else None
 
 
 def opens_with_error_event(first_chunk: bytes) -> bool:

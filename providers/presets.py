@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import Literal
 from urllib.parse import urlsplit
 
-from providers.settings import BackendKind, PresetName, ProviderSettings
+from providers.settings import NATIVE_BASE_URLS, BackendKind, PresetName, ProviderSettings
 
 AuthStyle = Literal["bearer", "none"]
 """`bearer`: the service needs a key, sent as `Authorization: Bearer`. `none`: it takes
@@ -150,6 +150,19 @@ def preset_of(settings: ProviderSettings) -> Preset | None:
     """The preset `settings` names, or the one its kind implies; None for neither."""
     name = settings.preset or KIND_PRESETS.get(settings.kind)
     return PRESETS[name] if name is not None else None
+
+
+def provider_base_url(kind: BackendKind, preset: PresetName | None = None) -> str | None:
+    """The base URL of the service behind a kind or preset, to compare a backend's with:
+    Anthropic's and Gemini's (`NATIVE_BASE_URLS`), a cloud preset's (OpenAI's for kind
+    openai). None for an engine, whose address is its operator's, and for kinds without
+    one service (azure-openai, emulated, openai-compatible naming no preset)."""
+    native = NATIVE_BASE_URLS.get(kind)
+    if native is not None:
+        return native
+    name = preset or KIND_PRESETS.get(kind)
+    found = PRESETS[name] if name is not None else None
+    return found.base_url if found is not None and not found.local else None
 
 
 def with_preset_defaults(settings: ProviderSettings) -> ProviderSettings:

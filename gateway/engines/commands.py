@@ -167,9 +167,11 @@ def _record(
 
 
 def _print_started(state: EngineState, options: ReplicaOptions) -> None:
+    count, slots = len(state.replicas), options.parallel
     print(
-        f"started {len(state.replicas)} llama.cpp replicas of {state.model_alias} "
-        f"({options.ctx_size:,} tokens per sequence, {options.parallel} slot(s) each):"
+        f"started {count} llama.cpp {'replica' if count == 1 else 'replicas'} of "
+        f"{state.model_alias} ({options.ctx_size:,} tokens per sequence, {slots} "
+        f"{'slot' if slots == 1 else 'slots'} each):"
     )
     for replica in state.replicas:
         print(f"  {_line(replica)}  log {replica.log_path}")

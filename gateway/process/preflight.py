@@ -5,22 +5,26 @@ Errors are what `serve` refuses to start with, all of them in one run: a named k
 that is unset or empty (`server.api_keys_env`, `admin_keys_env`, `metrics_token_env`), a
 missing or short key secret and a missing store with `keys.enabled`, an unusable
 `SWITCHYARD_DATABASE_URL`, a public address without client keys. Warnings are what it
-starts with regardless: a backend without its key (the others serve), demo traffic left
-off because clients need keys. Messages name settings and variables, never their values.
+starts with regardless: a backend without its key (the others serve), a backend whose
+`base_url` lacks the path its provider's has (`/v1`), demo traffic left off because
+clients need keys. Messages name settings and variables, never their values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
+from urllib.parse import urlsplit
 
 from gateway.config.credentials import credential_warnings
 from gateway.errors import ConfigError
 from gateway.store.config import resolve_url
 from gateway.tenancy.wiring import check_exposure, read_settings
+from providers.presets import provider_base_url
 
 if TYPE_CHECKING:
+    from gateway.config.backends import BackendConfig
     from gateway.config.root import Config
 
 
@@ -57,10 +61,31 @@ def preflight(config: Config, host: str) -> Preflight:
         except ConfigError as exc:
             sources[exc.source] = None
             errors.update(dict.fromkeys(exc.problems))
-    warnings = credential_warnings(config.backends)
+    warnings = credential_warnings(config.backends) + base_url_warnings(config.backends)
     if config.demo.traffic_rps > 0 and not config.demo_traffic_on:
         warnings.append(
             "demo.traffic_rps: no demo traffic, because clients need a key here (keys.enabled "
             "or server.api_keys_env) and the demo sends none; remove the demo section"
         )
     return Preflight(tuple(errors), tuple(sources), tuple(warnings))
+
+
+def base_url_warnings(backends: Sequence[BackendConfig]) -> list[str]:
+    """One line per backend whose `base_url` has no path where its provider's base URL
+    has one: its requests would go to `/messages`, not `/v1/messages`, and get 404s. The
+    line names the YAML path and the prefix to add, never the URL (it may hold a secret)."""
+    warnings = []
+    for index, backend in enumerate(backends):
+        official = provider_base_url(backend.kind, backend.preset_name)
+        if backend.base_url is None or official is None:
+            continue
+        prefix = urlsplit(official).path.rstrip("/")
+        if not prefix or urlsplit(backend.base_url).path.strip("/"):
+            continue
+        service = f"preset {backend.preset}" if backend.preset else f"kind {backend.kind}"
+        warnings.append(
+            f"backends.{index}.base_url: has no path, but {service}'s API is under {prefix} "
+            f"({official}); backend {backend.name}'s requests will likely get HTTP 404: "
+            f"end its base_url with {prefix}"
+        )
+    return warnings

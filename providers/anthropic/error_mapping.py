@@ -63,7 +63,9 @@ class ErrorMapper:
     ) -> UpstreamStatusError:
         """An HTTP error answer (the HTTP layer's `status_error` hook): 429 and 5xx (529
         "overloaded" too) are retryable."""
-        detail = self._detail(body, status)
+        said = self._detail(body)
+        # Not Anthropic's shape (a proxy's HTML page, an empty body): name the status.
+        detail = said or ErrorDetail(type=_type_of_status(status), message=f"HTTP {status}")
         if status in (401, 403):
             return self._credentials_refused(status, detail.type)
         relayed = b""
@@ -76,6 +78,7 @@ class ErrorMapper:
             upstream_status=status,
             upstream_body=relayed,
             retry_after_s=retry_after_s,
+            said=said.message if said is not None else None,
         )
 
     def stream_error(self, error: ErrorDetail) -> UpstreamStatusError:
@@ -100,12 +103,12 @@ class ErrorMapper:
             backend=self.backend, upstream_status=status, reason=error_type, key=self._key
         )
 
-    def _detail(self, body: bytes, status: int) -> ErrorDetail:
+    def _detail(self, body: bytes) -> ErrorDetail | None:
+        """The error `body` explains in Anthropic's shape; None when it is not that shape."""
         try:
             detail = ErrorBody.model_validate_json(body).error
         except ValidationError:
-            # Not Anthropic's shape (a proxy's HTML page, an empty body): name the status.
-            return ErrorDetail(type=_type_of_status(status), message=f"HTTP {status}")
+            return None
         return ErrorDetail(type=detail.type, message=self._clean(detail.message))
 
     def _clean(self, message: str) -> str:

@@ -97,6 +97,7 @@ class AnthropicProvider:
             idle_keepalive_s=idle_keepalive_s,
             http_client=http_client,
             error_from_status=300,
+            provider_url=DEFAULT_BASE_URL,
         )
 
     def __repr__(self) -> str:

@@ -94,6 +94,7 @@ class GeminiErrors:
             upstream_status=http_status,
             upstream_body=_openai_error_body(http_status, name, message),
             retry_after_s=retry_after_s,
+            said=message or None,
         )
 
     def _scrub(self, text: str) -> str:

@@ -75,6 +75,7 @@ class GeminiProvider:
             max_connections=max_connections,
             idle_keepalive_s=idle_keepalive_s,
             http_client=http_client,
+            provider_url=DEFAULT_BASE_URL,
         )
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:

@@ -18,13 +18,14 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import orjson
 
 from providers.base import Deadlines, HealthResult, UpstreamResponse
 from providers.errors import (
     UpstreamError,
+    UpstreamNotFound,
     UpstreamProtocolError,
     UpstreamStatusError,
 )
@@ -76,7 +77,9 @@ class HttpTransport:
 
     `secret` (the API key) is scrubbed from error bodies before `status_error` sees them.
     Statuses from `error_from_status` on are errors: 400, or 300 for an adapter that must
-    read the answer and cannot read a redirect it does not follow.
+    read the answer and cannot read a redirect it does not follow. A 404 that the adapter
+    maps to a plain UpstreamStatusError becomes an UpstreamNotFound naming the path asked
+    and `provider_url`, the base URL of the service the adapter speaks to (if it has one).
     """
 
     def __init__(
@@ -90,8 +93,10 @@ class HttpTransport:
         idle_keepalive_s: float = DEFAULT_IDLE_KEEPALIVE_S,
         error_from_status: int = 400,
         http_client: HttpClient = "lean",
+        provider_url: str | None = None,
     ) -> None:
         self.name = name
+        self._provider_url = provider_url
         self._errors = UpstreamErrors(name)
         self._headers = dict(headers)
         self._status_error = status_error
@@ -213,7 +218,7 @@ class HttpTransport:
             async with asyncio.timeout(deadlines.first_byte_s):
                 response = await self._post(url, body, deadlines)
                 try:
-                    await self._raise_for_status(response)
+                    await self._raise_for_status(response, url)
                     return response, await read(response)
                 except BaseException:
                     response.close()
@@ -234,7 +239,7 @@ class HttpTransport:
             allow_redirects=False,
         )
 
-    async def _raise_for_status(self, response: RawResponse) -> None:
+    async def _raise_for_status(self, response: RawResponse, url: str) -> None:
         status = response.status
         if status < self._error_from_status:
             return
@@ -244,6 +249,10 @@ class HttpTransport:
         error = self._status_error(status, self._scrub(body), retry_after)
         if isinstance(error, UpstreamStatusError) and error.rate_limit is None:
             error.rate_limit = signal
+        if status == 404 and type(error) is UpstreamStatusError:
+            # Only the path, never the query: Azure's api-version, or a key a URL may hold.
+            asked = self._scrub(f"POST {urlsplit(url).path}".encode()).decode()
+            error = UpstreamNotFound.of(error, asked, self._provider_url)
         raise error
 
     def _scrub(self, data: bytes) -> bytes:

@@ -10,7 +10,7 @@ import sys
 import httpx
 import pytest
 
-from emulator.cli import add_arguments, run, settings_from_args
+from emulator.cli import add_arguments, parse, run, settings_from_args
 from emulator.server import EmulatorServer
 from emulator.settings import EmulatorSettings
 from tests.emulator.conftest import StartEmulator, chat_request
@@ -191,3 +191,11 @@ async def test_cli_fleet_prints_one_line_per_engine_and_stops_on_sigterm() -> No
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+def test_help_says_one_port_serves_every_format(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "the OpenAI, Anthropic and Gemini formats on one port" in shown
+    assert "Anthropic's /messages under http://HOST:PORT/v1" in shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from providers.errors import (
@@ -12,6 +13,7 @@ from providers.errors import (
     UpstreamConnectError,
     UpstreamCredentialsRefused,
     UpstreamError,
+    UpstreamNotFound,
     UpstreamProtocolError,
     UpstreamResponseTooLarge,
     UpstreamStatusError,
@@ -171,3 +173,62 @@ def test_a_refusal_names_the_variable_the_key_came_from(key: KeySource, rejected
     assert error.message == f"backend oa: {rejected} (HTTP 401)"
     assert error.key_env == key.env
     assert "sk-the-key" not in error.message + repr(error) + repr(key)
+
+
+@pytest.mark.parametrize(
+    ("said", "provider_url", "message"),
+    [
+        (
+            None,
+            "https://api.anthropic.com/v1",
+            "backend 'claude' answered HTTP 404 for POST /messages: is its base_url right? "
+            "Its provider's is https://api.anthropic.com/v1",
+        ),
+        (
+            None,
+            None,
+            "backend 'claude' answered HTTP 404 for POST /messages: is its base_url right?",
+        ),
+        (
+            "model: claude-nine",
+            "https://api.anthropic.com/v1",
+            "backend 'claude' answered HTTP 404 for POST /messages: model: claude-nine",
+        ),
+    ],
+    ids=["nothing-said", "no-provider", "said"],
+)
+def test_a_404_names_the_backend_and_the_path_asked(
+    said: str | None, provider_url: str | None, message: str
+) -> None:
+    error = UpstreamNotFound(
+        backend="claude", asked="POST /messages", said=said, provider_url=provider_url
+    )
+    assert error.message == message
+    # A 404 stays a 404 (OpenAI's unknown model), not retried, and counts as upstream_404.
+    assert (error.status, error.retryable, error.code) == (404, False, "upstream_404")
+    assert isinstance(error, UpstreamStatusError)
+
+
+@pytest.mark.parametrize(
+    ("upstream_body", "relayed"),
+    [
+        # OpenAI's own: its type and code kept for clients that act on them.
+        (
+            b'{"error": {"message": "The model `gpt-9` does not exist", "type": '
+            b'"invalid_request_error", "param": null, "code": "model_not_found"}}',
+            {"type": "invalid_request_error", "param": None, "code": "model_not_found"},
+        ),
+        (b'{"detail": "Not Found"}', None),
+        (b"<html>Not Found</html>", None),
+        (b"", None),
+    ],
+    ids=["openai-shaped", "fastapi", "html", "empty"],
+)
+def test_a_404_relays_its_message_in_the_upstreams_error_object_or_none(
+    upstream_body: bytes, relayed: dict[str, object] | None
+) -> None:
+    error = UpstreamNotFound(backend="gpt", asked="POST /v1/x", upstream_body=upstream_body)
+    if relayed is None:
+        assert error.upstream_body == b"", "the host answers in its own shape"
+    else:
+        assert orjson.loads(error.upstream_body) == {"error": {"message": error.message, **relayed}}

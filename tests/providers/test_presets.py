@@ -7,7 +7,14 @@ from typing import Any, get_args
 import pytest
 
 from providers.llama_cpp import open_llama_cpp
-from providers.presets import KIND_PRESETS, PRESETS, Endpoint, preset_of, with_preset_defaults
+from providers.presets import (
+    KIND_PRESETS,
+    PRESETS,
+    Endpoint,
+    preset_of,
+    provider_base_url,
+    with_preset_defaults,
+)
 from providers.registry import factory_of
 from providers.settings import OPENAI_COMPATIBLE_KINDS, BackendKind, PresetName, ProviderSettings
 from providers.usage import usage_of
@@ -186,3 +193,25 @@ def test_each_presets_cache_field_is_what_usage_reads(name: PresetName, field: s
 def test_an_endpoint_from_the_origin_drops_the_base_path() -> None:
     assert Endpoint("/health", from_origin=True).url("https://h:1/a/v1/") == "https://h:1/health"
     assert Endpoint("/models").url("https://h:1/a/v1/") == "https://h:1/a/v1/models"
+
+
+@pytest.mark.parametrize(
+    ("kind", "preset", "official"),
+    [
+        ("anthropic", None, "https://api.anthropic.com/v1"),
+        ("gemini", None, "https://generativelanguage.googleapis.com/v1beta"),
+        ("openai", None, "https://api.openai.com/v1"),
+        ("openai-compatible", "groq", "https://api.groq.com/openai/v1"),
+        ("openai-compatible", "deepseek", "https://api.deepseek.com"),
+        # An engine's address is its operator's; these kinds have no one service.
+        ("vllm", None, None),
+        ("openai-compatible", "llama-cpp", None),
+        ("openai-compatible", None, None),
+        ("azure-openai", None, None),
+        ("emulated", None, None),
+    ],
+)
+def test_the_providers_own_base_url(
+    kind: BackendKind, preset: PresetName | None, official: str | None
+) -> None:
+    assert provider_base_url(kind, preset) == official

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from gateway.cli import main
+from gateway.engines.commands import _print_started
+from gateway.engines.launcher import ReplicaOptions
 from gateway.engines.processes import REPLICA_MODULE, is_running
 from gateway.engines.state import EngineState, Replica, read_state, write_state
 
@@ -93,3 +95,18 @@ def test_bad_flags_fail_before_anything_starts(
     assert main([*args, "--model", str(tmp_path / "absent.gguf")]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize(
+    ("replicas", "parallel", "head"),
+    [
+        (1, 1, "started 1 llama.cpp replica of m (2,048 tokens per sequence, 1 slot each):"),
+        (2, 4, "started 2 llama.cpp replicas of m (2,048 tokens per sequence, 4 slots each):"),
+    ],
+)
+def test_start_says_what_it_started_in_words_that_agree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], replicas: int, parallel: int, head: str
+) -> None:
+    state = state_of(tmp_path, *((100 + i, 41000 + i) for i in range(replicas)))
+    _print_started(state, ReplicaOptions(model_path=tmp_path / "m.gguf", parallel=parallel))
+    assert capsys.readouterr().out.splitlines()[0] == head

@@ -187,3 +187,34 @@ def test_check_warns_that_the_demo_stays_off_where_clients_need_keys(
         "warning: demo.traffic_rps: no demo traffic, because clients need a key here "
         "(keys.enabled or server.api_keys_env) and the demo sends none; remove the demo section"
     ]
+
+
+def test_check_warns_of_a_base_url_without_its_providers_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SY_PF_ANTHROPIC_KEY", "sk-ant-pf")
+    config = make_config(
+        {
+            "engine": "http://127.0.0.1:9",  # llama-server serves / and /v1 alike: no warning
+            "claude": "http://127.0.0.1:33589",  # an emulator: /messages is a 404 there
+            "claude-v1": "http://127.0.0.1:33589/v1",
+            "groq": "https://api.groq.com/",
+            "proxied": "https://gateway.example/anthropic",  # a path of its own: trusted
+        }
+    )
+    kinds = {"engine": "llama-cpp", "claude": "anthropic", "claude-v1": "anthropic"}
+    for backend in config["backends"]:
+        backend["kind"] = kinds.get(backend["name"], "anthropic")
+    groq = config["backends"][3]
+    groq["kind"], groq["preset"] = "openai-compatible", "groq"
+    for backend in config["backends"][1:]:
+        backend["api_key_env"] = "SY_PF_ANTHROPIC_KEY"
+    assert main(["check", "--config", write(tmp_path, config)]) == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: backends.1.base_url: has no path, but kind anthropic's API is under /v1 "
+        "(https://api.anthropic.com/v1); backend claude's requests will likely get HTTP 404: "
+        "end its base_url with /v1",
+        "warning: backends.3.base_url: has no path, but preset groq's API is under /openai/v1 "
+        "(https://api.groq.com/openai/v1); backend groq's requests will likely get HTTP 404: "
+        "end its base_url with /openai/v1",
+    ]

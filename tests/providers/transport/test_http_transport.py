@@ -12,7 +12,9 @@ import pytest
 
 from providers.base import Deadlines, upstream_headers
 from providers.errors import (
+    UpstreamCredentialsRefused,
     UpstreamError,
+    UpstreamNotFound,
     UpstreamProtocolError,
     UpstreamResponseTooLarge,
     UpstreamStatusError,
@@ -95,6 +97,53 @@ async def test_a_status_error_carries_the_rate_limit_headers(
             )
         else:
             assert caught.value.rate_limit is own, "what the mapping set is kept"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_a_404_names_the_path_asked_and_the_providers_base_url(
+    upstream: ScriptedServer, client: HttpClient, stream: bool
+) -> None:
+    upstream.reply(Reply(404, b"Not Found", {"retry-after": "3"}))
+    official = "https://api.example.com/v1"
+    transport = HttpTransport(
+        "b",
+        upstream_headers(KEY),
+        RecordingMapper(),
+        secret=KEY,
+        http_client=client,
+        provider_url=official,
+    )
+    url = upstream.url + f"/{KEY}/messages?key={KEY}"  # the message: no query, no key
+    try:
+        with pytest.raises(UpstreamNotFound) as caught:
+            if stream:
+                await transport.open_stream(url, b"{}", DEADLINES)
+            else:
+                await transport.send(url, b"{}", DEADLINES)
+    finally:
+        await transport.close()
+    assert caught.value.message == (
+        "backend 'b' answered HTTP 404 for POST /[redacted]/messages: is its base_url right? "
+        f"Its provider's is {official}"
+    )
+    assert caught.value.status == 404
+    assert caught.value.rate_limit == RateLimitSignal(retry_after_s=3.0), "headers kept"
+
+
+async def test_a_404_the_adapter_mapped_its_own_way_is_kept(
+    upstream: ScriptedServer, client: HttpClient
+) -> None:
+    upstream.reply(Reply(404, b"{}"))
+
+    def refused(status: int, body: bytes, retry_after: float | None) -> UpstreamError:
+        return UpstreamCredentialsRefused(backend="b", upstream_status=status)
+
+    transport = HttpTransport("b", upstream_headers(KEY), refused, secret=KEY, http_client=client)
+    try:
+        with pytest.raises(UpstreamCredentialsRefused):
+            await transport.send(upstream.url + "/v1/x", b"{}", DEADLINES)
+    finally:
+        await transport.close()
 
 
 @pytest.mark.parametrize(("error_from_status", "is_error"), [(400, False), (300, True)])
