@@ -26,7 +26,7 @@ from gateway.cascade.judge import judge_body, judge_failure, p_yes
 from gateway.cascade.note import CascadeNote
 from gateway.cascade.start import request_kind
 from gateway.cascade.verdict import Failure
-from gateway.errors import InvalidRequest, SwitchyardError
+from gateway.errors import Forbidden, InvalidRequest, SwitchyardError
 from gateway.http.admission import admit, budgeted_route, keyed_traits, rejection_headers
 from gateway.http.cascade_answers import Escalate, Prepared, TierAnswers, parsed_json
 from gateway.http.exchange import Exchange
@@ -286,6 +286,11 @@ async def run_cascade(
 ) -> Response:
     """Answer a request to `cascade` (the proxy path calls it once the body is read)."""
     run = CascadeRun(gateway, cascade, headers, exchange, translation, body, head)
+    caller = exchange.caller
+    barred = [t for t in cascade.tiers if caller is not None and not caller.may_use(t)]
+    if barred:  # refused before any tier is tried, not after the first one
+        message = f"this key may not use the model '{cascade.name}' (its tier '{barred[0]}')"
+        return run.refuse(exchange, dialect, Forbidden(message, param="model"))
     admission = gateway.admission
     try:
         standing = admission.standing(exchange.caller, headers) if admission is not None else None

@@ -12,6 +12,7 @@ import pytest
 
 from gateway.cascade.note import CascadeNote
 from gateway.telemetry.record import RequestRecord
+from gateway.tenancy.caller import Caller
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 
 QUESTION = [{"role": "user", "content": "Say something about rivers."}]
@@ -379,3 +380,19 @@ async def test_the_logprob_check_reads_log_probabilities_the_gateway_asked_for(
         assert response.headers["x-switchyard-cascade-tier"] == "cheap"
         # Asked for by the gateway, not the client: not in the client's answer.
         assert response.json()["choices"][0]["logprobs"] is None
+
+
+async def test_a_key_that_may_not_use_every_tier_is_refused_before_any_is_tried(
+    start_emulator: StartEmulator, start_gateway: StartGateway, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gw = await cascade_gateway(start_emulator, start_gateway)
+    only_cheap = Caller(key_id="key_cheap", kind="virtual", routes=frozenset({"cheap"}))
+    monkeypatch.setattr(gw.gateway, "authorize", lambda authorization: only_cheap)
+    seen = captured(gw)
+    response = await gw.client.post(
+        "/v1/chat/completions", json={"model": "auto", "messages": QUESTION, "max_tokens": 10}
+    )
+    assert response.status_code == 403
+    assert "its tier 'best'" in response.json()["error"]["message"]
+    await settled()
+    assert [r for r in seen if r.backend is not None] == []  # no tier was tried
