@@ -8,12 +8,13 @@ from typing import Any, Literal
 
 from gateway.cascade.verdict import Failure
 
-CascadeOutcome = Literal["escalated", "passed", "failed", "committed", "judge"]
+CascadeOutcome = Literal["escalated", "passed", "failed", "committed", "judge", "abandoned"]
 """escalated: the answer failed its checks (or the tier failed) and the request went on;
 passed: the client's answer passed its checks; failed: the client's answer, from the last
 tier, failed them (and says so); committed: streamed to the client before its checks
 could judge the whole (the whole is judged after, in `failures`); judge: the judge
-route's call about this tier's answer."""
+route's call about this tier's answer; abandoned: the client left (or the gateway failed)
+before this attempt's answer reached it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,7 @@ class CascadeNote:
     @property
     def final(self) -> bool:
         """This attempt's answer went to the client."""
-        return self.outcome not in ("escalated", "judge")
+        return self.outcome not in ("escalated", "judge", "abandoned")
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -11,6 +12,9 @@ from gateway.cascade.checks.registry import BoundCheck, bind
 if TYPE_CHECKING:
     from gateway.cascade.answer import Answer, CheckRequest
     from gateway.cascade.config import CheckConfig
+
+
+logger = logging.getLogger("switchyard")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +64,13 @@ class CascadeChecks:
             if not answer.complete and not check.check.judges_start:
                 continue
             judged += 1
-            reason = check(request, answer)
+            try:
+                reason = check(request, answer)
+            except Exception:  # a user's check with a bug: no evidence, and said in the log
+                logger.exception(
+                    "answer check %s raised; the answer is not judged by it", check.name
+                )
+                continue
             if reason is not None:
                 failures.append(Failure(check.name, reason))
         return Verdict(tuple(failures), judged)

@@ -22,9 +22,10 @@ from gateway.cascade.verdict import Failure, Verdict
 from gateway.http.exchange import Exchange, kept
 from gateway.http.model_rename import renamed_response, served_model
 from gateway.http.proxy import deliver_answer, relay_answer
-from gateway.http.relay.held import HeldStream
+from gateway.http.relay.held import Held, HeldStream
 from gateway.quality.signals.collect import CollectedResponse, StreamCollector, collect_body
-from providers.usage import Usage, usage_from_body
+from providers.errors import ApiError
+from providers.usage import Usage, UsageTap, usage_from_body
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -81,26 +82,28 @@ class TierAnswers:
         self.request, self.kind, self.ask_judge = request, kind, ask_judge
         self.escalated: list[str] = []
         """`tier=checks` of each tier the request left, for the client's header."""
+        self.deadline = gateway.dispatcher.deadline()
+        """The request's one deadline, for every tier and the judge."""
 
     async def whole(self, exchange: Exchange, prepared: Prepared) -> Response:
         gateway, plan, upstream = self.gateway, prepared.plan, prepared.upstream
         headers, note = prepared.headers, prepared.note
         record = exchange.record
         assert record is not None
-        deadline = gateway.dispatcher.deadline()
         lease, response = await gateway.dispatcher.send(
-            record, plan, upstream.request_for, deadline
+            record, plan, upstream.request_for, self.deadline
         )
         exchange.lease = lease
         response = renamed_response(response, self.cascade.name, served_model(record))
         collected = collect_body(response.body, document=response.document)
         logprobs = body_logprobs(_mapping(response.document) or parsed_json(response.body))
         answer = answer_of(collected, logprobs)
+        usage = usage_from_body(response.body, response.document)
+        lease.finish(usage)  # answered: its slot is free while the judge is asked
         verdict = await self._judge(answer, note)
         collect = partial(kept, collected)
         if not verdict.passed and not note.top_tier:
             exchange.cascade = self._judged(note, verdict, answer, "escalated")
-            usage = usage_from_body(response.body, response.document)
             exchange.escalated(response.status, usage, collect, complete=True)
             raise Escalate(verdict.failures)
         outcome: CascadeOutcome = "passed" if verdict.passed else "failed"
@@ -116,61 +119,70 @@ class TierAnswers:
         self, exchange: Exchange, prepared: Prepared, first_token_by: float | None
     ) -> Response:
         gateway, plan, upstream = self.gateway, prepared.plan, prepared.upstream
-        headers, note = prepared.headers, prepared.note
         record = exchange.record
         assert record is not None
-        deadline = gateway.dispatcher.deadline()
         lease, opened = await gateway.dispatcher.open_stream(
-            record, plan, upstream.request_for, deadline, first_token_by=first_token_by
+            record, plan, upstream.request_for, self.deadline, first_token_by=first_token_by
         )
         exchange.lease = lease
         stream = HeldStream(opened)
-        streaming = self.cascade.config.streaming
-        max_tokens = streaming.hold_tokens if streaming.mode == "hold" else 1
-        left_s = max(0.0, deadline - time.monotonic())
+        # The backend's first chunk came now: its decode time counts from here, not from
+        # when the held bytes reach the client.
+        exchange.decode_from = time.monotonic()
         try:
-            held = await stream.hold(max_tokens, min(streaming.hold_s, left_s))
-        except BaseException:  # cancelled (the client left): the pump and upstream end
+            return await self._held(exchange, prepared, stream)
+        except BaseException:  # escalated, cancelled or a bug: the pump and upstream end
             await stream.aclose()
             raise
+
+    async def _held(self, exchange: Exchange, prepared: Prepared, stream: HeldStream) -> Response:
+        headers, note = prepared.headers, prepared.note
+        streaming = self.cascade.config.streaming
+        max_tokens = streaming.hold_tokens if streaming.mode == "hold" else 1
+        left_s = max(0.0, self.deadline - time.monotonic())
+        held = await stream.hold(max_tokens, min(streaming.hold_s, left_s))
         collector = StreamCollector()
         collector.feed(held.data)
         collected = collector.finish()
         answer = answer_of(collected, stream_logprobs(held.data), complete=held.ended)
         if held.error is not None:
-            await stream.aclose()
-            failure = Failure("error", getattr(held.error, "code", None) or "upstream_error")
-            self._end_held(exchange, note, held.tokens, answer, (failure,), complete=False)
-            raise Escalate((failure,))
-        if held.ended or streaming.mode == "hold":
+            code = getattr(held.error, "code", None) or "upstream_error"
+            verdict = Verdict((Failure("error", code),), 1)
+            if not note.top_tier:
+                self._end_held(exchange, note, held, answer, verdict)
+                raise Escalate(verdict.failures)
+            # The last tier broke while held: what it sent, then the error event.
+            exchange.cascade = self._judged(note, verdict, answer, "failed")
+        elif held.ended or streaming.mode == "hold":
             verdict = await self._judge(answer, note)
         else:
             verdict = _empty_start(answer)
         if not verdict.passed and not note.top_tier:
-            await stream.aclose()
-            self._end_held(exchange, note, held.tokens, answer, verdict.failures, held.ended)
+            self._end_held(exchange, note, held, answer, verdict)
             raise Escalate(verdict.failures)
-        if held.ended or not verdict.passed:
+        if held.error is None and (held.ended or not verdict.passed):
             outcome: CascadeOutcome = "passed" if verdict.passed else "failed"
             exchange.cascade = self._judged(note, verdict, answer, outcome)
             self.cascade.learn(self.kind, note.tier, failed=not verdict.passed)
-        else:  # committed before the whole was judged: judged when the stream ends
+        elif held.error is None:  # committed before the whole was judged: judged at its end
             exchange.cascade = self._judged(note, verdict, answer, "committed")
             exchange.judge_after = partial(self._judge_whole, exchange.cascade)
         return relay_answer(
-            gateway,
+            self.gateway,
             exchange,
             self.translation,
             stream,
             self.headers(headers, note, verdict, committed=not held.ended),
-            deadline,
+            self.deadline,
             public=self.cascade.name,
             tapped=True,
         )
 
     async def _judge(self, answer: Answer, note: CascadeNote) -> Verdict:
-        """The checks' verdict, then, when they pass a whole answer of a tier that is not
-        the last, the judge's."""
+        """An error in place of an answer fails it; else the checks' verdict, then, when
+        they pass a whole answer of a tier that is not the last, the judge's."""
+        if answer.complete and answer.error is not None:
+            return Verdict((Failure("error", _reason(answer.error)),), 1)
         verdict = self.cascade.checks.judge(self.request, answer)
         if not verdict.passed or note.top_tier or not answer.complete:
             return verdict
@@ -180,38 +192,42 @@ class TierAnswers:
         return Verdict((failure,), verdict.judged + 1)
 
     def _end_held(
-        self,
-        exchange: Exchange,
-        note: CascadeNote,
-        tokens: int,
-        answer: Answer,
-        failures: tuple[Failure, ...],
-        complete: bool,
+        self, exchange: Exchange, note: CascadeNote, held: Held, answer: Answer, verdict: Verdict
     ) -> None:
-        """A held stream the client will not see: its attempt ends with what it cost."""
-        verdict = Verdict(failures, len(failures))
+        """A held stream the client will not see: its attempt ends with what it cost (the
+        engine's usage when the stream ended within the hold, else counted) and, when the
+        stream broke, as the backend's failure."""
         exchange.cascade = self._judged(note, verdict, answer, "escalated")
         record = exchange.record
         assert record is not None
-        usage = Usage(
-            prompt_tokens=record.work.prompt_tokens,
-            completion_tokens=answer.completion_tokens or tokens,
-            cached_tokens=None,
-        )
+        tap = UsageTap()
+        tap.feed(held.data)
+        usage = tap.usage() if held.ended else None
+        if usage is None:
+            usage = Usage(
+                prompt_tokens=record.work.prompt_tokens,
+                completion_tokens=answer.completion_tokens or held.tokens,
+                cached_tokens=None,
+            )
         collected = CollectedResponse(
             content=answer.text,
             tool_calls=answer.tool_calls,
             finish_reason=answer.finish_reason,
             completion_tokens=answer.completion_tokens,
-            done=complete,
+            done=held.ended,
         )
-        exchange.escalated(200, usage, partial(kept, collected), complete=complete)
+        error = held.error if isinstance(held.error, ApiError) else None
+        exchange.escalated(200, usage, partial(kept, collected), complete=held.ended, error=error)
 
-    def _judge_whole(self, note: CascadeNote, collected: CollectedResponse) -> CascadeNote:
-        """A committed stream's whole answer, judged for the record and the book."""
-        answer = answer_of(collected)
+    def _judge_whole(
+        self, note: CascadeNote, collected: CollectedResponse, whole: bool
+    ) -> CascadeNote:
+        """A committed stream's answer once it ended, judged for the record and, when it
+        ended whole (not cut by the client, the backend or the deadline), for the book."""
+        answer = answer_of(collected, complete=whole)
         verdict = self.cascade.checks.judge(self.request, answer)
-        self.cascade.learn(self.kind, note.tier, failed=not verdict.passed)
+        if whole:
+            self.cascade.learn(self.kind, note.tier, failed=not verdict.passed)
         return replace(note, failures=verdict.failures)
 
     def _judged(
@@ -238,7 +254,10 @@ class TierAnswers:
                 headers[CHECKS_HEADER] = "committed" if committed else "passed"
         if self.escalated:
             headers[ESCALATED_HEADER] = "; ".join(self.escalated)
-        return headers
+        return {
+            k: _printable(v) if k.startswith("x-switchyard-cascade") else v
+            for k, v in headers.items()
+        }
 
 
 def _empty_start(answer: Answer) -> Verdict:
@@ -246,6 +265,15 @@ def _empty_start(answer: Answer) -> Verdict:
     if answer.complete and not answer.text.strip() and not answer.tool_calls:
         return Verdict((Failure("empty", "empty answer"),), 1)
     return Verdict((), 1)
+
+
+def _printable(value: str) -> str:
+    """A header value of printable ASCII (a user check's name could be anything)."""
+    return "".join(c if " " <= c <= "~" else "?" for c in value)
+
+
+def _reason(error: str) -> str:
+    return error if len(error) <= 200 else error[:199] + "…"
 
 
 def _mapping(document: object) -> dict[str, Any] | None:

@@ -23,7 +23,7 @@ import orjson
 
 from gateway.cascade.answer import Answer, CheckRequest, check_request
 from gateway.cascade.judge import judge_body, judge_failure, p_yes
-from gateway.cascade.note import CascadeNote
+from gateway.cascade.note import CascadeNote, CascadeOutcome
 from gateway.cascade.start import request_kind
 from gateway.cascade.verdict import Failure
 from gateway.errors import Forbidden, InvalidRequest, SwitchyardError
@@ -85,19 +85,23 @@ class CascadeRun:
         return member.backend, member.model
 
     async def respond(self, dialect: Dialect, standing: Standing | None) -> Response:
-        exchange = self.first
         try:
             return await self._tiers(dialect, standing)
         except asyncio.CancelledError:
-            exchange = self.current
-            if not exchange.finished and exchange.record is not None:
-                exchange.failed(499, "client_disconnected")
+            self._abandoned(499, "client_disconnected")
             raise
         except Exception:  # a bug: answered 500 by `serve_proxy`
-            exchange = self.current
-            if not exchange.finished and exchange.record is not None:
-                exchange.failed(500, "internal_error")
+            self._abandoned(500, "internal_error")
             raise
+
+    def _abandoned(self, status: int, code: str) -> None:
+        """The attempt under way ends without an answer for the client: not a pass."""
+        exchange = self.current
+        if exchange.finished or exchange.record is None:
+            return
+        if exchange.cascade is not None and exchange.cascade.outcome != "judge":
+            exchange.cascade = replace(exchange.cascade, outcome="abandoned")
+        exchange.failed(status, code)
 
     async def _tiers(self, dialect: Dialect, standing: Standing | None) -> Response:
         cascade = self.cascade
@@ -123,8 +127,12 @@ class CascadeRun:
             )
             try:
                 prepared = await self._prepare(exchange, note)
-            except SwitchyardError as exc:  # the request's own fault: a refusal
-                return self.refuse(exchange, dialect, exc)
+            except SwitchyardError as exc:  # the request's own fault, or a tier's budget
+                if self.attempts == 1 or note.top_tier:
+                    return self.refuse(exchange, dialect, exc)
+                self.answers.escalated.append(f"{tiers[tier]}=refused")  # e.g. its budget
+                self._refused_tier(exchange, note, exc)
+                continue
             try:
                 return await self._dispatch(exchange, standing, prepared)
             except Escalate as escalation:
@@ -133,7 +141,8 @@ class CascadeRun:
                 self.answers.escalated.append(f"{tiers[tier]}={failed}")
             except SwitchyardError as exc:  # the tier failed before an answer
                 failure = Failure("error", exc.code or exc.type)
-                exchange.cascade = replace(prepared.note, outcome="escalated", failures=(failure,))
+                outcome: CascadeOutcome = "failed" if note.top_tier else "escalated"
+                exchange.cascade = replace(prepared.note, outcome=outcome, failures=(failure,))
                 if not exchange.finished:
                     exchange.failed(exc.status, exc.code)
                 if note.top_tier:
@@ -153,6 +162,17 @@ class CascadeRun:
         )
         exchange.caller, exchange.body = first.caller, first.body
         return exchange
+
+    def _refused_tier(self, exchange: Exchange, note: CascadeNote, exc: SwitchyardError) -> None:
+        """A tier after the first refused the request (its route's budget, a limit): the
+        refusal is counted and the request goes on."""
+        if exchange.record is None:
+            self.gateway.telemetry.refused(
+                exc, exchange.ingress, exchange.started, exchange.caller, note.tier_route
+            )
+        elif not exchange.finished:
+            exchange.cascade = replace(note, outcome="escalated")
+            exchange.failed(exc.status, exc.code)
 
     def refuse(self, exchange: Exchange, dialect: Dialect, exc: SwitchyardError) -> Response:
         """Refused before its dispatch (a key that may not use a tier, a limit, a budget)."""
@@ -176,7 +196,14 @@ class CascadeRun:
         route = gateway.router.route(judge.route)
         raw = orjson.dumps(judge_body(judge, route.name, self.request, answer))
         body, head = parse_body(raw, "chat.completions", None)
-        plan = gateway.router.plan(route, traits_of("chat.completions", body, head, {}))
+        # The judge reads the user's words: it goes only where the request may go (the
+        # key's and the request's placement tags).
+        traits = traits_of("chat.completions", body, head, self.headers)
+        caller = exchange.caller
+        if caller is not None and caller.tags:
+            required = traits.required_tags.require(caller.tag_source, caller.tags)
+            traits = replace(traits, required_tags=required)
+        plan = gateway.router.plan(route, traits)
         leg = plan.first
         record = DecisionRecord(leg.decision, leg.work, placement=leg.placement)
         exchange.record, exchange.route = record, route.name
@@ -187,7 +214,7 @@ class CascadeRun:
         try:
             async with asyncio.timeout(judge.timeout_s):
                 lease, response = await dispatcher.send(
-                    record, plan, upstream.request_for, dispatcher.deadline()
+                    record, plan, upstream.request_for, self.answers.deadline
                 )
         except SwitchyardError as exc:
             exchange.failed(exc.status, exc.code)
@@ -195,6 +222,9 @@ class CascadeRun:
         except TimeoutError:
             exchange.failed(504, "judge_timeout")
             return None
+        except asyncio.CancelledError:
+            exchange.failed(499, "client_disconnected")
+            raise
         exchange.lease = lease
         document = response.document if isinstance(response.document, dict) else None
         usage = usage_from_body(response.body, response.document)
@@ -285,6 +315,8 @@ async def run_cascade(
     head: Any,
 ) -> Response:
     """Answer a request to `cascade` (the proxy path calls it once the body is read)."""
+    if gateway.config.store.store_prompts:
+        exchange.body = body
     run = CascadeRun(gateway, cascade, headers, exchange, translation, body, head)
     caller = exchange.caller
     barred = [t for t in cascade.tiers if caller is not None and not caller.may_use(t)]

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from gateway.telemetry.pipe import TelemetryPipe
     from gateway.tenancy.caller import Caller
     from policies.snapshot import Endpoint
+    from providers.errors import ApiError
     from providers.usage import Usage
 
 Collect = Callable[[], CollectedResponse]
@@ -71,9 +72,12 @@ class Exchange:
     """Counts an answer's output tokens towards its tenant's service (flow control)."""
     cascade: CascadeNote | None = None
     """The attempt's place in a cascade (`gateway.http.cascade_leg`)."""
-    judge_after: Callable[[CollectedResponse], CascadeNote] | None = None
+    judge_after: Callable[[CollectedResponse, bool], CascadeNote] | None = None
     """A cascade's stream committed before its checks judged the whole: judges the whole
-    answer when the stream ends, for the record."""
+    answer when the stream ends (and whether it ended whole), for the record."""
+    decode_from: float | None = None
+    """When the backend's first chunk came, where the client got it later (a cascade held
+    the stream): the backend's decode time counts from here."""
 
     def answered(self, status: int, usage: Usage | None, collect: Collect) -> None:
         """A whole (non-streaming) response came back from the lease's backend."""
@@ -83,15 +87,24 @@ class Exchange:
         self._observe(self.lease.backend, collect)
 
     def escalated(
-        self, status: int, usage: Usage | None, collect: Collect | None, *, complete: bool
+        self,
+        status: int,
+        usage: Usage | None,
+        collect: Collect | None,
+        *,
+        complete: bool,
+        error: ApiError | None = None,
     ) -> None:
         """A cascade's tier answered and the request goes on to the next tier: the lease
         ends with its usage (the engine's, or counted so far when the hold cut the answer
-        off), its record is emitted, and a whole answer is quality evidence."""
+        off), its record is emitted, and a whole answer is quality evidence. `error`: the
+        backend's stream broke while held (its failure, as on any stream)."""
         assert self.lease is not None
-        self.lease.finish(usage, outcome="ok" if complete else "cascade_escalated")
-        self._finish(status, None, self.lease.backend, usage=usage)
-        self._observe(self.lease.backend, collect if complete else None)
+        code = (error.code or "error") if error is not None else None
+        outcome = code or ("ok" if complete else "cascade_escalated")
+        self.lease.finish(usage, error=error, outcome=outcome)
+        self._finish(502 if error is not None else status, code, self.lease.backend, usage=usage)
+        self._observe(self.lease.backend, collect if complete else None, code)
 
     def stream_closed(self) -> None:
         """The relayed stream ended: done, broken by the backend, or abandoned."""
@@ -104,14 +117,15 @@ class Exchange:
             logger.exception("the usage of a stream from %s could not be read", lease.backend)
             usage = None
         first = outcome.first_chunk_at
-        decode_s = outcome.last_chunk_at - first if first is not None else None
+        decode_start = self.decode_from or first
+        decode_s = outcome.last_chunk_at - decode_start if decode_start is not None else None
         lease.finish(usage, decode_s=decode_s, error=outcome.error, outcome=outcome.status)
         collect: Collect | None = None
         if outcome.collector is not None:
             collect = outcome.collector.finish  # parsed on the next loop turn, as a rule
             if self.judge_after is not None:  # a cascade's record waits for its verdict
                 collected = collect()
-                self.cascade = self.judge_after(collected)
+                self.cascade = self.judge_after(collected, outcome.status == "ok")
                 collect = partial(kept, collected)
         error = None if outcome.status == "ok" else outcome.status
         ttft_s = first - self.started if first is not None else None

@@ -359,6 +359,8 @@ def _no_first_token() -> RequestShed:
 
 def _without(request: UpstreamRequest, fields: frozenset[str]) -> UpstreamRequest:
     """`request` without the top-level `fields` its backend must not get (`drop_params`)."""
+    if not any(b'"%s"' % field.encode() in request.body for field in fields):
+        return request  # none named anywhere in the body: nothing to parse
     body = orjson.loads(request.body)
     if not isinstance(body, dict) or fields.isdisjoint(body):
         return request

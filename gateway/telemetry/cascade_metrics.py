@@ -73,12 +73,12 @@ class CascadeMetrics:
         self.attempts.labels(name, note.tier_route, note.outcome).inc()
         for failure in note.failures:
             self.check_failures.labels(name, note.tier_route, failure.check).inc()
-        if note.attempt == 1 and note.start_tier > 0:
+        if note.attempt == 1 and note.start_tier > 0 and note.outcome != "judge":
             self.skipped.labels(name).inc(note.start_tier)
         self.cost.labels(name).inc(cost)
         if not note.final:
             return
-        if not note.failures:
+        if not note.failures and record.status == 200 and record.error is None:
             self.passing.labels(name).inc()
         if note.top_tier:
             self.top_cost.labels(name).inc(cost)

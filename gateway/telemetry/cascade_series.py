@@ -75,13 +75,14 @@ class CascadeSeries:
                 bucket.skipped += note.start_tier
             for failure in note.failures:
                 _bump(bucket.checks, f"{tier}/{failure.check}")
-            if note.outcome == "escalated":
-                _bump(bucket.escalated, tier)
+            if not note.final:  # escalated, or abandoned by the client
+                if note.outcome == "escalated":
+                    _bump(bucket.escalated, tier)
                 return
             bucket.answers += 1
             bucket.top_cost_usd += top
             _bump(bucket.answered_by, tier)
-            bucket.passing += not note.failures
+            bucket.passing += not note.failures and record.status == 200 and record.error is None
             bucket.failed += note.outcome == "failed"
             bucket.committed += note.outcome == "committed"
 

@@ -12,7 +12,6 @@ first chunk of a `HeldStream`, the rest from the queue as it comes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -127,8 +126,7 @@ class HeldStream:
 
     async def aclose(self) -> None:
         self._pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._pump
+        await asyncio.wait([self._pump])  # its cancellation, not the caller's, is absorbed
         await self._upstream.aclose()
 
 
@@ -147,7 +145,9 @@ class _ContentCounter:
         except SseDecodeError:
             return
         for payload in events:
-            if payload == b"[DONE]" or not (b'"content"' in payload or b'"tool_calls"' in payload):
+            if payload == b"[DONE]" or not (
+                b'"content"' in payload or b'"tool_calls"' in payload or b'"reasoning' in payload
+            ):
                 continue
             try:
                 event = orjson.loads(payload)
@@ -164,4 +164,7 @@ def _has_content(event: object) -> bool:
     delta = choices[0].get("delta")
     if not isinstance(delta, dict):
         return False
-    return bool(delta.get("content")) or bool(delta.get("tool_calls"))
+    # Reasoning counts too: a thinking model's hold ends on tokens, not only on `hold_s`.
+    return any(
+        delta.get(key) for key in ("content", "tool_calls", "reasoning_content", "reasoning")
+    )

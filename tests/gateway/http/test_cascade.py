@@ -396,3 +396,87 @@ async def test_a_key_that_may_not_use_every_tier_is_refused_before_any_is_tried(
     assert "its tier 'best'" in response.json()["error"]["message"]
     await settled()
     assert [r for r in seen if r.backend is not None] == []  # no tier was tried
+
+
+async def test_the_last_tier_breaking_while_held_ends_with_an_error_event_not_a_500(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    gw = await cascade_gateway(
+        start_emulator,
+        start_gateway,
+        small_faults={"loop_rate": 1.0},
+        strong_faults={"cut_stream_after_chunks": 3},
+    )
+    seen = captured(gw)
+    body = {"model": "auto", "messages": QUESTION, "max_tokens": 120, "stream": True}
+    response = await gw.client.post("/v1/chat/completions", json=body)
+    assert response.status_code == 200
+    assert response.headers["x-switchyard-cascade-checks"].startswith("failed: error")
+    assert response.content.rstrip().split(b"\n")[-1].startswith(b'data: {"error"')
+    await settled()
+    assert [n.outcome for n in notes(seen)] == ["escalated", "failed"]
+
+
+async def test_an_error_event_in_a_held_answer_escalates(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    gw = await cascade_gateway(
+        start_emulator, start_gateway, small_faults={"error_event_after_chunks": 3}
+    )
+    seen = captured(gw)
+    body = {"model": "auto", "messages": QUESTION, "max_tokens": 40, "stream": True}
+    response = await gw.client.post("/v1/chat/completions", json=body)
+    assert response.headers["x-switchyard-cascade-tier"] == "best"
+    assert response.headers["x-switchyard-cascade-escalated"] == "cheap=error"
+    await settled()
+    first = notes(seen)[0]
+    assert first.outcome == "escalated" and first.failures[0].check == "error"
+
+
+async def test_a_client_that_leaves_during_the_hold_is_not_a_passing_answer(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    small = await start_emulator(token_delay_ms=50.0)
+    strong = await start_emulator()
+    config = make_config({"small": small.base_url, "strong": strong.base_url})
+    config["routes"] = [
+        {"name": "cheap", "model": "emulated-model", "backends": ["small"]},
+        {"name": "best", "model": "emulated-model", "backends": ["strong"]},
+    ]
+    config["cascades"] = [{"name": "auto", "tiers": ["cheap", "best"], "checks": ["loop"]}]
+    gw = await start_gateway(config)
+    seen = captured(gw)
+    body = {"model": "auto", "messages": QUESTION, "max_tokens": 200, "stream": True}
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.5):
+            await gw.client.post("/v1/chat/completions", json=body)
+    for _ in range(100):
+        await asyncio.sleep(0.02)
+        if seen:
+            break
+    (note,) = notes(seen)
+    assert note.outcome == "abandoned" and seen[0].status == 499
+    assert gw.gateway.state.in_flight("small") == 0
+
+
+async def test_a_held_stream_times_the_backends_decode_from_its_first_chunk(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    small = await start_emulator(token_delay_ms=10.0)
+    strong = await start_emulator()
+    config = make_config({"small": small.base_url, "strong": strong.base_url})
+    config["routes"] = [
+        {"name": "cheap", "model": "emulated-model", "backends": ["small"]},
+        {"name": "best", "model": "emulated-model", "backends": ["strong"]},
+    ]
+    config["cascades"] = [{"name": "auto", "tiers": ["cheap", "best"], "checks": ["loop"]}]
+    gw = await start_gateway(config)
+    seen = captured(gw)
+    body = {"model": "auto", "messages": QUESTION, "max_tokens": 30, "stream": True}
+    response = await gw.client.post("/v1/chat/completions", json=body)
+    assert response.headers["x-switchyard-cascade-checks"] == "passed"
+    await settled()
+    (record,) = seen
+    # Held whole, the client's first byte came with its last: the backend decoded for
+    # ~30 x 10 ms all the same.
+    assert record.decode_s is not None and record.decode_s > 0.15

@@ -17,6 +17,7 @@ from starlette.routing import Route
 
 from emulator.loopback import LoopbackServer
 from gateway.telemetry.record import RequestRecord
+from gateway.tenancy.caller import Caller
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
 from tests.gateway.http.test_cascade import captured, notes
 
@@ -131,3 +132,43 @@ async def test_a_judge_that_says_yes_lets_the_cheap_answer_through(
     )
     assert response.headers["x-switchyard-cascade-tier"] == "cheap"
     assert response.headers["x-switchyard-cascade-checks"] == "passed"
+
+
+async def test_the_judge_goes_only_where_the_keys_placement_tags_allow(
+    start_emulator: StartEmulator,
+    start_gateway: StartGateway,
+    start_judge: StartJudge,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    judge_eu, url_eu = await start_judge("yes", 0.9)
+    judge_us, url_us = await start_judge("yes", 0.9)
+    small = await start_emulator()
+    strong = await start_emulator()
+    config = make_config({"small": small.base_url, "strong": strong.base_url})
+    for backend in config["backends"]:
+        backend["tags"] = ["eu"]
+    config["backends"] += [
+        {"name": "judge-eu", "base_url": url_eu, "models": ["judge-model"], "tags": ["eu"]},
+        {"name": "judge-us", "base_url": url_us, "models": ["judge-model"]},
+    ]
+    config["routes"] = [
+        {"name": "cheap", "model": "emulated-model", "backends": ["small"]},
+        {"name": "best", "model": "emulated-model", "backends": ["strong"]},
+        {"name": "grader", "model": "judge-model", "backends": ["judge-us", "judge-eu"]},
+    ]
+    config["cascades"] = [
+        {
+            "name": "auto",
+            "tiers": ["cheap", "best"],
+            "checks": ["empty"],
+            "judge": {"route": "grader"},
+            "start": {"learned": False},
+        }
+    ]
+    gw = await start_gateway(config)
+    eu_only = Caller(key_id="key_eu", kind="virtual", tags=frozenset({"eu"}))
+    monkeypatch.setattr(gw.gateway, "authorize", lambda authorization: eu_only)
+    body = {"model": "auto", "messages": QUESTION, "max_tokens": 10}
+    for _ in range(4):
+        assert (await gw.client.post("/v1/chat/completions", json=body)).status_code == 200
+    assert len(judge_eu.bodies) == 4 and judge_us.bodies == []
