@@ -27,7 +27,7 @@ from bench.cascade.analysis import (
     thresholds_of,
     with_ratios,
 )
-from bench.cascade.drive import Outcome, send_all
+from bench.cascade.drive import Outcome, first_tokens, send_all
 from bench.cascade.fleet import PRICES, Fleet, SmallTier, running_fleet
 from bench.cascade.report import render
 from bench.workloads.cascade.records import HARD_KIND, Kind
@@ -88,6 +88,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "tuning_curve": rows,
         }
         result["learned"] = await _learned(fleet, seeds[0], args.learned_count)
+        result["streaming"] = await _streaming(fleet, seeds[0], args.count)
     async with running_fleet("emulated") as fleet:
         result["overhead"] = await _overhead(fleet, args.overhead_count)
     return result
@@ -134,6 +135,21 @@ async def _learned(fleet: Fleet, seed: int, count: int) -> dict[str, Any]:
         row["doomed"] = _doomed(outcomes)
         rows[name] = row
     return {"workload": f"short + {HARD_KIND}", "seed": seed, "rows": rows}
+
+
+async def _streaming(fleet: Fleet, seed: int, count: int) -> dict[str, Any]:
+    """What each way of streaming a cascade costs in time to first token, on short
+    questions: the small tier's route, the cascade holding the answer, and committing at
+    the first token."""
+    workload = requests("short", seed, count)
+    out: dict[str, Any] = {"seed": seed, "requests": len(workload)}
+    for name, model in (("route", "small"), ("hold", "cascade"), ("commit", "cascade-commit")):
+        ttft = sorted(await first_tokens(fleet, model, workload))
+        out[name] = {
+            "ttft_p50_s": ttft[len(ttft) // 2] if ttft else None,
+            "ttft_p90_s": ttft[min(len(ttft) - 1, int(0.9 * len(ttft)))] if ttft else None,
+        }
+    return out
 
 
 def _doomed(outcomes: list[Outcome]) -> int:

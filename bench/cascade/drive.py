@@ -157,3 +157,23 @@ def _mean_logprob(document: dict[str, Any]) -> float | None:
 
 def outcome_line(o: Outcome) -> bytes:
     return orjson.dumps(o.__dict__)
+
+
+async def first_tokens(
+    fleet: Fleet, policy: str, workload: list[CascadeRequest], *, timeout_s: float = 300.0
+) -> list[float]:
+    """Streamed, one at a time: seconds from sending to the first content byte."""
+    found: list[float] = []
+    async with httpx.AsyncClient(base_url=fleet.url, timeout=timeout_s) as client:
+        for request in workload:
+            body = {**request.body, "model": policy, "stream": True}
+            started = time.perf_counter()
+            first: float | None = None
+            async with client.stream("POST", "/v1/chat/completions", json=body) as response:
+                async for line in response.aiter_lines():
+                    has_text = '"content":"' in line and '"content":""' not in line
+                    if first is None and line.startswith("data: {") and has_text:
+                        first = time.perf_counter() - started
+            if first is not None:
+                found.append(first)
+    return found

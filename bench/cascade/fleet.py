@@ -113,6 +113,10 @@ def gateway_config(
             _cascade("cascade", structural, {"learned": False}),
             _cascade("cascade-logprob", with_logprob, {"learned": False}),
             _cascade("cascade-learned", structural, learned),
+            {
+                **_cascade("cascade-commit", structural, {"learned": False}),
+                "streaming": {"mode": "commit"},
+            },
         ],
         "health": {"active_probes": False},
         "quality": {"probes": {"enabled": False}},

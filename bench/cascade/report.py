@@ -30,6 +30,20 @@ def render(result: dict[str, Any]) -> str:
         out += _logprob(result["logprob"])
     if "learned" in result:
         out += _learned(result["learned"])
+    if "streaming" in result:
+        st = result["streaming"]
+        out += [
+            f"### Time to first token when streamed (short, seed {st['seed']}, "
+            f"{st['requests']} requests)",
+            "",
+            "| way | TTFT p50 s | TTFT p90 s |",
+            "|---|---|---|",
+            *[
+                f"| {way} | {_num(st[way]['ttft_p50_s'])} | {_num(st[way]['ttft_p90_s'])} |"
+                for way in ("route", "hold", "commit")
+            ],
+            "",
+        ]
     if "overhead" in result:
         o = result["overhead"]
         out += [
@@ -41,6 +55,10 @@ def render(result: dict[str, Any]) -> str:
             "",
         ]
     return "\n".join(out)
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _table(rows: dict[str, dict[str, Any]]) -> list[str]:
