@@ -480,3 +480,38 @@ async def test_a_held_stream_times_the_backends_decode_from_its_first_chunk(
     # Held whole, the client's first byte came with its last: the backend decoded for
     # ~30 x 10 ms all the same.
     assert record.decode_s is not None and record.decode_s > 0.15
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+async def test_the_responses_api_reaches_a_cascade(
+    start_emulator: StartEmulator, start_gateway: StartGateway, stream: bool
+) -> None:
+    gw = await cascade_gateway(start_emulator, start_gateway, small_faults={"loop_rate": 1.0})
+    body = {"model": "auto", "input": "Say something about rivers.", "max_output_tokens": 120}
+    response = await gw.client.post("/v1/responses", json={**body, "stream": stream})
+    assert response.status_code == 200, response.text
+    assert response.headers["x-switchyard-cascade-escalated"] == "cheap=loop"
+    if stream:
+        assert b"event: response.output_text.delta" in response.content
+        assert response.content.rstrip().split(b"\n")[-1].startswith(b"data: {")
+        assert b'"type":"response.incomplete"' in response.content or (
+            b'"type":"response.completed"' in response.content
+        )
+    else:
+        answer = response.json()
+        assert answer["object"] == "response" and answer["model"] == "auto"
+        assert answer["output"][0]["content"][0]["text"]
+
+
+async def test_a_streamed_anthropic_request_to_a_cascade_gets_anthropic_events(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    gw = await cascade_gateway(start_emulator, start_gateway, small_faults={"loop_rate": 1.0})
+    body = {"model": "auto", "max_tokens": 120, "messages": QUESTION, "stream": True}
+    response = await gw.client.post(
+        "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.headers["x-switchyard-cascade-escalated"] == "cheap=loop"
+    assert b"event: message_start" in response.content
+    assert b"event: message_stop" in response.content
