@@ -27,8 +27,9 @@ async def cascade_gateway(
     streaming: dict[str, Any] | None = None,
     checks: list[Any] | None = None,
     start: dict[str, Any] | None = None,
+    small_token_delay_ms: float = 0.0,
 ) -> RunningGateway:
-    small = await start_emulator(faults=small_faults or {})
+    small = await start_emulator(faults=small_faults or {}, token_delay_ms=small_token_delay_ms)
     strong = await start_emulator(faults=strong_faults or {})
     config = make_config({"small": small.base_url, "strong": strong.base_url})
     config["routes"] = [
@@ -436,15 +437,7 @@ async def test_an_error_event_in_a_held_answer_escalates(
 async def test_a_client_that_leaves_during_the_hold_is_not_a_passing_answer(
     start_emulator: StartEmulator, start_gateway: StartGateway
 ) -> None:
-    small = await start_emulator(token_delay_ms=50.0)
-    strong = await start_emulator()
-    config = make_config({"small": small.base_url, "strong": strong.base_url})
-    config["routes"] = [
-        {"name": "cheap", "model": "emulated-model", "backends": ["small"]},
-        {"name": "best", "model": "emulated-model", "backends": ["strong"]},
-    ]
-    config["cascades"] = [{"name": "auto", "tiers": ["cheap", "best"], "checks": ["loop"]}]
-    gw = await start_gateway(config)
+    gw = await cascade_gateway(start_emulator, start_gateway, small_token_delay_ms=50.0)
     seen = captured(gw)
     body = {"model": "auto", "messages": QUESTION, "max_tokens": 200, "stream": True}
     with pytest.raises(TimeoutError):
@@ -462,15 +455,7 @@ async def test_a_client_that_leaves_during_the_hold_is_not_a_passing_answer(
 async def test_a_held_stream_times_the_backends_decode_from_its_first_chunk(
     start_emulator: StartEmulator, start_gateway: StartGateway
 ) -> None:
-    small = await start_emulator(token_delay_ms=10.0)
-    strong = await start_emulator()
-    config = make_config({"small": small.base_url, "strong": strong.base_url})
-    config["routes"] = [
-        {"name": "cheap", "model": "emulated-model", "backends": ["small"]},
-        {"name": "best", "model": "emulated-model", "backends": ["strong"]},
-    ]
-    config["cascades"] = [{"name": "auto", "tiers": ["cheap", "best"], "checks": ["loop"]}]
-    gw = await start_gateway(config)
+    gw = await cascade_gateway(start_emulator, start_gateway, small_token_delay_ms=10.0)
     seen = captured(gw)
     body = {"model": "auto", "messages": QUESTION, "max_tokens": 30, "stream": True}
     response = await gw.client.post("/v1/chat/completions", json=body)
