@@ -202,6 +202,7 @@ async def test_a_migration_shows_its_steps_but_not_alembics_set_up(
         "Running upgrade 0001 -> 0002",
         "Running upgrade 0002 -> 0003",
         "Running upgrade 0003 -> 0004",
+        "Running upgrade 0004 -> 0005",
     ]
 
 
