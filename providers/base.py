@@ -43,6 +43,9 @@ class UpstreamRequest:
     """`body` with the client's own prompt-cache breakpoints (`cache_control`), when
     `body` is the request without them: an adapter whose API reads them (Anthropic's)
     sends this one; every other adapter sends `body`."""
+    headers: Mapping[str, str] | None = None
+    """Headers the host adds to this request only (W3C `traceparent` when it traces);
+    the adapter's own headers win over them."""
 
 
 @dataclass(frozen=True, slots=True)

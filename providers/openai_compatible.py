@@ -116,7 +116,9 @@ class OpenAICompatibleProvider:
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
         """The whole answer, relayed as it is; one that says it is JSON and is not fails
         here, before the client sees a byte of it, so the next candidate may answer."""
-        response = await self._http.send(self.request_url(request), request.body, deadlines)
+        response = await self._http.send(
+            self.request_url(request), request.body, deadlines, request.headers
+        )
         return check_json_answer(response, self.name)
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> HttpStream:
@@ -124,7 +126,7 @@ class OpenAICompatibleProvider:
         nothing of an answer: that fails here, before the client sees it, so the next
         candidate may answer (the event is not quoted: it may echo the request's key)."""
         url = self.request_url(request)
-        stream = await self._http.open_stream(url, request.body, deadlines)
+        stream = await self._http.open_stream(url, request.body, deadlines, request.headers)
         if opens_with_error_event(stream.first_chunk):
             await stream.aclose()
             raise UpstreamError(

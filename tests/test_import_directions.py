@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PRODUCT = ("gateway", "policies", "providers", "emulator")
 FIRST_PARTY = (*PRODUCT, "bench", "tests")
 DATABASE_LAYER = ("sqlalchemy", "alembic")
-WATCHED = (*FIRST_PARTY, *DATABASE_LAYER)
+TRACING_SDK = "opentelemetry"
+WATCHED = (*FIRST_PARTY, *DATABASE_LAYER, TRACING_SDK)
 
 
 @dataclass(frozen=True)
@@ -144,6 +145,7 @@ LOWER_ROOMS = (
     "gateway.store",
     "gateway.telemetry",
     "gateway.tenancy",
+    "gateway.tracing",
 )
 """The rooms under the HTTP edge and the process: the request path and the config schema."""
 
@@ -157,6 +159,7 @@ SECTION_SCHEMAS = (
     "gateway.store.config",
     "gateway.telemetry.config",
     "gateway.tenancy.config",
+    "gateway.tracing.config",
 )
 """What the config schema may import of the gateway: its own modules, the error tree, and
 the sections other rooms own for their own settings."""
@@ -268,6 +271,26 @@ RULES = [
         allowed_targets=("gateway.engines", "gateway.config", "gateway.errors"),
     ),
     Rule(
+        "gateway",
+        TRACING_SDK,
+        "only the tracing room speaks to the OpenTelemetry SDK, and loads it when tracing is on",
+        allowed_in=("gateway.tracing.spans",),
+        eager_only=True,
+    ),
+    Rule(
+        "gateway",
+        "gateway.tracing.spans",
+        "a request's spans load with the SDK, when tracing is on",
+        allowed_in=("gateway.tracing",),
+        eager_only=True,
+    ),
+    Rule("providers", TRACING_SDK, "the host hands adapters a trace's headers"),
+    Rule("policies", TRACING_SDK, "policies are pure"),
+    *(
+        Rule("gateway.tracing", room, "traces read the request's records; nothing reads back")
+        for room in ("gateway.admission", "gateway.fleet", "gateway.telemetry", "gateway.store")
+    ),
+    Rule(
         "gateway.http",
         "gateway.process.workers",
         "workers serve the app; the app does not start workers",
@@ -349,7 +372,10 @@ def test_a_violation_is_reported() -> None:
 
 # What loads at run time: the rules above read the source; these run it, in a fresh
 # interpreter each, and list the modules it loaded.
-HEAVY = ("emulator", "bench", *DATABASE_LAYER)
+TRACING_PARTS = ("opentelemetry.sdk", "opentelemetry.exporter", "gateway.tracing.spans")
+"""What tracing loads when it is on. FastAPI (0.165 on) depends on and loads the
+OpenTelemetry API, and only that, in every app: the proxy path itself loads none of it."""
+HEAVY = ("emulator", "bench", *DATABASE_LAYER, *TRACING_PARTS)
 
 _LOADED = """
 import asyncio, importlib, sys
@@ -377,6 +403,8 @@ print(" ".join(sorted(sys.modules)))
 def _modules_after(code: str, *args: str) -> set[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONSAFEPATH": "1"}
     env.pop("SWITCHYARD_DATABASE_URL", None)
+    for variable in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        env.pop(variable, None)  # tracing stays off, as by default
     done = subprocess.run(
         [sys.executable, "-c", code, *args],
         capture_output=True,
@@ -398,10 +426,12 @@ def _heavy(modules: set[str]) -> list[str]:
     ["gateway.http.proxy", "gateway.config.root", "providers.errors", "gateway.cli"],
 )
 def test_a_path_loads_no_engine_benchmark_or_database(module: str) -> None:
-    assert _heavy(_modules_after(_LOADED, module)) == []
+    loaded = _modules_after(_LOADED, module)
+    assert _heavy(loaded) == []
+    assert not any(_within(m, TRACING_SDK) for m in loaded), "not even the API"
 
 
-def _config(tmp_path: Path, backend: dict[str, object]) -> str:
+def _config(tmp_path: Path, backend: dict[str, object], **sections: dict[str, object]) -> str:
     ports = [free_port() for _ in range(2)]  # nothing listens: health checks just fail
     backends = [
         {"name": f"b{i}", "models": ["m"], **backend, "base_url": f"http://127.0.0.1:{port}/v1"}
@@ -415,6 +445,7 @@ def _config(tmp_path: Path, backend: dict[str, object]) -> str:
         "backends": backends,
         "routes": [{"name": "m", "model": "m", "backends": ["b0", "b1"]}],
         **{key: embedded[key] for key in ("policies", "profiles") if key in embedded},
+        **sections,
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
@@ -425,7 +456,8 @@ def test_serving_real_backends_without_a_store_loads_no_emulator_or_database(
     tmp_path: Path,
 ) -> None:
     """A gateway in front of two OpenAI-compatible engines, started and stopped in full:
-    the app, every provider, telemetry and tenancy, but no fake engine and no SQL."""
+    the app, every provider, telemetry and tenancy, but no fake engine, no SQL and, with
+    tracing off (the default), nothing of OpenTelemetry."""
     config = _config(tmp_path, {"kind": "openai-compatible"})
     loaded = _modules_after(_SERVED, config)
     assert _heavy(loaded) == []
@@ -437,3 +469,12 @@ def test_an_emulated_backend_loads_the_emulator(tmp_path: Path) -> None:
     """The check above can see an emulator: a config that names one loads it."""
     config = _config(tmp_path, {"kind": "emulated"})
     assert "emulator.server" in _modules_after(_SERVED, config)
+
+
+def test_tracing_on_loads_the_sdk(tmp_path: Path) -> None:
+    """The checks above can see OpenTelemetry: a gateway with tracing on loads it (and,
+    with nothing traced, exports nothing to the endpoint nobody listens on)."""
+    endpoint = f"http://127.0.0.1:{free_port()}/v1/traces"
+    tracing = {"enabled": True, "endpoint": endpoint}
+    config = _config(tmp_path, {"kind": "openai-compatible"}, tracing=tracing)
+    assert "opentelemetry.sdk.trace" in _modules_after(_SERVED, config)

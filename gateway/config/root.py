@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,6 +26,7 @@ from gateway.quality.config import QualityConfig
 from gateway.store.config import StoreConfig
 from gateway.telemetry.config import TelemetryConfig
 from gateway.tenancy.config import BudgetsConfig, KeysConfig, LimitsConfig, budget_problems
+from gateway.tracing.config import TracingConfig
 from policies.config import PolicyConfig, ProfileConfig
 from policies.profiles import pipeline_problems
 from policies.strict_model import did_you_mean
@@ -176,6 +178,7 @@ class Config(StrictConfig):
     quality: QualityConfig = QualityConfig()
     store: StoreConfig = StoreConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    tracing: TracingConfig = TracingConfig()
     demo: DemoConfig = DemoConfig()
     keys: KeysConfig = KeysConfig()
     limits: LimitsConfig = LimitsConfig()
@@ -229,6 +232,11 @@ class Config(StrictConfig):
 
     def backend(self, name: str) -> BackendConfig:
         return next(b for b in self.backends if b.name == name)
+
+    @cached_property
+    def backend_kinds(self) -> dict[str, str]:
+        """Each backend's kind by name (what a trace names as the provider)."""
+        return {b.name: b.kind for b in self.backends}
 
     def timeouts_for(self, backend: str) -> TimeoutsConfig:
         own = self.backend(backend).timeouts

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from gateway.routing.lease import Lease
     from gateway.telemetry.pipe import TelemetryPipe
     from gateway.tenancy.caller import Caller
+    from gateway.tracing.spans import RequestTrace
     from policies.snapshot import Endpoint
     from providers.errors import ApiError
     from providers.usage import Usage
@@ -78,6 +79,8 @@ class Exchange:
     decode_from: float | None = None
     """When the backend's first chunk came, where the client got it later (a cascade held
     the stream): the backend's decode time counts from here."""
+    trace: RequestTrace | None = None
+    """The request's spans; None when tracing is off (or this request is not sampled)."""
 
     def answered(self, status: int, usage: Usage | None, collect: Collect) -> None:
         """A whole (non-streaming) response came back from the lease's backend."""
@@ -178,6 +181,9 @@ class Exchange:
             self.charge(usage.completion_tokens)
         record = self._record()
         record.status, record.served_by = status, served_by
+        if self.trace is not None:
+            served = record.served_attempt if served_by is not None else None
+            self.trace.finish(status, error, usage, served.model if served is not None else None)
         elapsed = time.monotonic() - self.started
         self.pipe.emit(
             RequestRecord(

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from gateway.telemetry.wiring import Telemetry
     from gateway.tenancy.caller import Caller
     from gateway.tenancy.wiring import Tenancy
+    from gateway.tracing.spans import Tracing
     from policies.snapshot import Endpoint
     from providers.base import UpstreamResponse, UpstreamStream
 
@@ -92,6 +93,8 @@ class Gateway(Protocol):
     def admission(self) -> Admission | None: ...
     @property
     def cascades(self) -> Cascades | None: ...
+    @property
+    def tracing(self) -> Tracing | None: ...
     def authorize(self, authorization: str | None) -> Caller | None: ...
 
 
@@ -129,6 +132,9 @@ async def serve_proxy(
         gateway.telemetry.pipe, gateway.quality, started, key_id, path.endpoint, path.ingress
     )
     exchange.caller = caller
+    if gateway.tracing is not None:
+        kinds = gateway.config.backend_kinds
+        exchange.trace = gateway.tracing.request(scope["path"], path.endpoint, headers, kinds)
     task = asyncio.current_task()
     assert task is not None
     left = asyncio.Event()
@@ -235,6 +241,8 @@ async def _respond(
     record = DecisionRecord(decision, plan.first.work, placement=plan.first.placement)
     exchange.record = record
     gateway.ring.add(record)
+    if exchange.trace is not None:
+        exchange.trace.decided(record)
     exchange.route, exchange.stream = route.name, traits.stream
     if gateway.config.store.store_prompts:
         exchange.body = body
@@ -308,7 +316,9 @@ async def _send(
     record = exchange.record
     assert record is not None
     deadline = gateway.dispatcher.deadline()
-    lease, response = await gateway.dispatcher.send(record, plan, upstream.request_for, deadline)
+    lease, response = await gateway.dispatcher.send(
+        record, plan, upstream.request_for, deadline, trace=exchange.trace
+    )
     exchange.lease = lease
     response = renamed_response(response, exchange.route, served_model(record))
     return deliver_answer(exchange, translation, response, headers)
@@ -348,7 +358,12 @@ async def _open_stream(
     assert record is not None
     deadline = gateway.dispatcher.deadline()
     lease, stream = await gateway.dispatcher.open_stream(
-        record, plan, upstream.request_for, deadline, first_token_by=first_token_by
+        record,
+        plan,
+        upstream.request_for,
+        deadline,
+        first_token_by=first_token_by,
+        trace=exchange.trace,
     )
     exchange.lease = lease
     return relay_answer(gateway, exchange, translation, stream, headers, deadline)

@@ -38,6 +38,7 @@ from gateway.routing.router import Router
 from gateway.telemetry.wiring import Telemetry, build_telemetry, start_telemetry, stop_telemetry
 from gateway.tenancy.caller import Caller
 from gateway.tenancy.wiring import Tenancy, open_tenancy, start_tenancy
+from gateway.tracing.setup import start_tracing
 from policies.profiles import build_pipelines
 from providers.base import Provider
 from providers.registry import open_provider
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from gateway.cascade.cascades import Cascades
     from gateway.fleet.sync.redis_sync import RedisFleetSync
     from gateway.fleet.sync.shared_channel import SharedChannel
+    from gateway.tracing.spans import Tracing
 
 logger = logging.getLogger("switchyard")
 
@@ -71,6 +73,8 @@ class Gateway:
     """This generation's flow control: its queues and their pump."""
     cascades: Cascades | None = None
     """The config's cascades (None without any)."""
+    tracing: Tracing | None = None
+    """OpenTelemetry traces, process-wide (None: off, and nothing of the SDK loaded)."""
     drain: Drain = field(default_factory=Drain)
     """Whether the process is shutting down, and the streams it may have to end."""
     _opened: AsyncExitStack = field(default_factory=AsyncExitStack, repr=False)
@@ -134,6 +138,9 @@ async def start_gateway(config: Config) -> Gateway:
             quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
         )
         _gate_probes(gateway)
+        gateway.tracing = start_tracing(config.tracing)
+        if gateway.tracing is not None:
+            stack.push_async_callback(gateway.tracing.shutdown)
         account_spend(gateway.telemetry, gateway.tenancy.budgets, config)
         await _start_shared(gateway, book, stack)
         await _start_loops(gateway, loops)
@@ -183,6 +190,7 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
             quality=current.quality,
         )
         gateway.drain, gateway._opened = current.drain, current._opened
+        gateway.tracing = current.tracing
         _carry_learned(current, gateway)
         _gate_probes(gateway)
         await _start_loops(gateway, loops)

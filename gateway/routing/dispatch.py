@@ -42,6 +42,7 @@ from providers.errors import ApiError, UpstreamError, UpstreamStatusError, Upstr
 if TYPE_CHECKING:
     from gateway.config.root import Config
     from gateway.fleet.state import FleetState
+    from gateway.routing.attempt_trace import AttemptSpan, AttemptTracer
     from gateway.routing.router import Leg, RoutePlan
     from providers.rate_limits import RateLimitSignal
 
@@ -80,17 +81,24 @@ class Dispatcher:
         return self._clock() + self._config.timeouts.total_s
 
     async def send(
-        self, record: DecisionRecord, plan: RoutePlan, request_for: RequestFor, deadline: float
+        self,
+        record: DecisionRecord,
+        plan: RoutePlan,
+        request_for: RequestFor,
+        deadline: float,
+        *,
+        trace: AttemptTracer | None = None,
     ) -> tuple[Lease, UpstreamResponse]:
         """The whole response and the lease of the backend that gave it, for the caller
-        to `finish()`; `record.attempts[-1]` says which route and model answered."""
+        to `finish()`; `record.attempts[-1]` says which route and model answered.
+        `trace`: the request's trace, told of each attempt (None: tracing is off)."""
 
         async def attempt(
             provider: Provider, deadlines: Deadlines, request: UpstreamRequest
         ) -> UpstreamResponse:
             return await provider.send(request, deadlines)
 
-        trial = _Trial(record, attempt, request_for, deadline, streaming=False)
+        trial = _Trial(record, attempt, request_for, deadline, streaming=False, trace=trace)
         return await self._try_routes(plan, trial)
 
     async def open_stream(
@@ -101,6 +109,7 @@ class Dispatcher:
         deadline: float,
         *,
         first_token_by: float | None = None,
+        trace: AttemptTracer | None = None,
     ) -> tuple[Lease, UpstreamStream]:
         """A stream past its first chunk and the committed backend's lease, for the
         caller to `finish()` when the stream ends. `first_token_by` (flow control's
@@ -111,7 +120,7 @@ class Dispatcher:
         ) -> UpstreamStream:
             return await provider.open_stream(request, deadlines)
 
-        trial = _Trial(record, attempt, request_for, deadline, True, first_token_by)
+        trial = _Trial(record, attempt, request_for, deadline, True, first_token_by, trace)
         return await self._try_routes(plan, trial)
 
     async def _try_routes(self, plan: RoutePlan, trial: _Trial[T]) -> tuple[Lease, T]:
@@ -259,6 +268,29 @@ class Dispatcher:
             predicted_ttft_ms=_predicted_ttft_ms(leg, name) if trial.streaming else None,
         )
         attempts, route = trial.record.attempts, leg.route.name
+        span: AttemptSpan | None = None
+        if trial.trace is not None:
+            span = trial.trace.attempt(name, route, model)
+            request = replace(request, headers=span.headers)
+        try:
+            result = await self._attempt_once(name, trial, request, lease, (route, model), started)
+        finally:
+            if span is not None:
+                span.ended(attempts[-1].outcome)
+        return lease, result
+
+    async def _attempt_once(
+        self,
+        name: str,
+        trial: _Trial[T],
+        request: UpstreamRequest,
+        lease: Lease,
+        asked: tuple[str, str],
+        started: float,
+    ) -> T:
+        """One attempt on `name` (`asked`: for which route, which model), its outcome
+        appended to the record's attempts."""
+        (route, model), attempts = asked, trial.record.attempts
         try:
             deadlines = self._deadlines(name, trial)
             result = await trial.attempt(self._providers[name], deadlines, request)
@@ -278,7 +310,7 @@ class Dispatcher:
             raise
         lease.committed(result.rate_limit)
         attempts.append(Attempt(name, "ok", self._ms_since(started), route, model))
-        return lease, result
+        return result
 
     def _deadlines(self, name: str, trial: _Trial[T]) -> Deadlines:
         timeouts = self._config.timeouts_for(name)
@@ -340,6 +372,8 @@ class _Trial(Generic[T]):
     streaming: bool
     first_token_by: float | None = None
     """Flow control's `cut_at_deadline`: the stream's first chunk must come by then."""
+    trace: AttemptTracer | None = None
+    """The request's trace, told of each attempt; None when tracing is off."""
 
 
 def _first_token_due(trial: _Trial[T], now: float) -> bool:

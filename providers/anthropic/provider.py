@@ -105,7 +105,9 @@ class AnthropicProvider:
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
         translated = self._translate(request, stream=False)
-        response = await self._http.send(self._messages_url, _body(translated), deadlines)
+        response = await self._http.send(
+            self._messages_url, _body(translated), deadlines, request.headers
+        )
         try:
             message = MessageOut.model_validate_json(response.body)
         except ValidationError:
@@ -122,7 +124,9 @@ class AnthropicProvider:
         # stream commits the backend.
         with self._http.map_upstream_errors():
             async with asyncio.timeout(deadlines.first_byte_s):
-                raw = await self._http.open_stream(self._messages_url, _body(translated), deadlines)
+                raw = await self._http.open_stream(
+                    self._messages_url, _body(translated), deadlines, request.headers
+                )
                 return await AnthropicStream(self._errors, raw, translator).opened()
 
     async def health(self, timeout_s: float) -> HealthResult:

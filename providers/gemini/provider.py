@@ -80,7 +80,9 @@ class GeminiProvider:
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
         call = self._translate(request)
-        response = await self._http.send(self._url(call.generate()), call.body, deadlines)
+        response = await self._http.send(
+            self._url(call.generate()), call.body, deadlines, request.headers
+        )
         if response.status != 200:
             raise self._errors.malformed(f"HTTP {response.status} instead of an answer")
         try:
@@ -92,7 +94,9 @@ class GeminiProvider:
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> GeminiStream:
         call = self._translate(request)
-        raw = await self._http.open_stream(self._url(call.stream()), call.body, deadlines)
+        raw = await self._http.open_stream(
+            self._url(call.stream()), call.body, deadlines, request.headers
+        )
         translator = StreamTranslator(call.model, call.include_usage, self._errors)
         return await GeminiStream(raw, translator).opened()
 

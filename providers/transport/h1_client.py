@@ -62,11 +62,17 @@ class H1Pool:
         self._targets: dict[str, tuple[tuple[str, int], bytes]] = {}
         self._closed = False
 
-    async def post(self, url: str, body: bytes, connect_s: float) -> H1Response:
+    async def post(
+        self, url: str, body: bytes, connect_s: float, extra: Mapping[str, str] | None = None
+    ) -> H1Response:
         """Send a POST and wait for the answer's status and headers (the caller bounds how
-        long); the answer's body is read from the response."""
+        long); the answer's body is read from the response. `extra`: this request's own
+        headers, after the pool's."""
         address, head = self._target(url)
-        request = (b"POST", head, b"content-length: %d\r\n\r\n" % len(body), body)
+        length = b"content-length: %d\r\n\r\n" % len(body)
+        if extra:
+            length = b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in extra.items()) + length
+        request = (b"POST", head, length, body)
         return await self._exchange(address, request, connect_s)
 
     async def get(self, url: str, connect_s: float) -> H1Response:

@@ -56,6 +56,8 @@ CREDENTIAL_STATUSES = frozenset({401, 403})
 
 
 _Reader = Callable[[RawResponse], Awaitable[bytes]]
+_Sent = tuple[bytes, Mapping[str, str] | None]
+"""A request's body and its own headers (None: only the adapter's)."""
 
 
 def backend_session(connector: aiohttp.BaseConnector) -> aiohttp.ClientSession:
@@ -127,18 +129,22 @@ class HttpTransport:
             self._session = backend_session(connector)
         return self._session
 
-    async def send(self, url: str, body: bytes, deadlines: Deadlines) -> UpstreamResponse:
+    async def send(
+        self, url: str, body: bytes, deadlines: Deadlines, extra: Mapping[str, str] | None = None
+    ) -> UpstreamResponse:
         """POST `body` and read the whole answer, all within the first-byte deadline and
-        `deadlines.max_body_bytes`."""
+        `deadlines.max_body_bytes`; `extra`: this request's own headers (a trace's)."""
         read = partial(_whole, name=self.name, max_bytes=deadlines.max_body_bytes)
-        response, answer = await self._exchange(url, body, deadlines, read)
+        response, answer = await self._exchange(url, (body, extra), deadlines, read)
         response.release()
         signal = rate_limit_signal(response.headers)
         return UpstreamResponse(response.status, content_type(response), answer, signal)
 
-    async def open_stream(self, url: str, body: bytes, deadlines: Deadlines) -> HttpStream:
+    async def open_stream(
+        self, url: str, body: bytes, deadlines: Deadlines, extra: Mapping[str, str] | None = None
+    ) -> HttpStream:
         """POST `body` and wait, within the first-byte deadline, for the first bytes."""
-        response, first = await self._exchange(url, body, deadlines, _first_bytes)
+        response, first = await self._exchange(url, (body, extra), deadlines, _first_bytes)
         if not first:
             response.close()
             raise UpstreamProtocolError(
@@ -210,13 +216,13 @@ class HttpTransport:
         return self._errors
 
     async def _exchange(
-        self, url: str, body: bytes, deadlines: Deadlines, read: _Reader
+        self, url: str, sent: _Sent, deadlines: Deadlines, read: _Reader
     ) -> tuple[RawResponse, bytes]:
         """POST, check the status and `read`, all within the first-byte deadline; the
         response is closed when any of it fails."""
         with self.map_upstream_errors():
             async with asyncio.timeout(deadlines.first_byte_s):
-                response = await self._post(url, body, deadlines)
+                response = await self._post(url, sent, deadlines)
                 try:
                     await self._raise_for_status(response, url)
                     return response, await read(response)
@@ -224,17 +230,18 @@ class HttpTransport:
                     response.close()
                     raise
 
-    async def _post(self, url: str, body: bytes, deadlines: Deadlines) -> RawResponse:
+    async def _post(self, url: str, sent: _Sent, deadlines: Deadlines) -> RawResponse:
         # No socket read timeout: aiohttp would re-arm a timer on every read. The first
         # byte is bounded by the caller, the gaps after it by the stream's watchdog.
+        body, extra = sent
         if self._h1 is not None and url.startswith("http://"):
-            return await self._h1.post(url, body, deadlines.connect_s)
+            return await self._h1.post(url, body, deadlines.connect_s, extra)
         import aiohttp
 
         return await self.session.post(
             url,
             data=body,
-            headers=self._headers,
+            headers={**extra, **self._headers} if extra else self._headers,
             timeout=aiohttp.ClientTimeout(sock_connect=deadlines.connect_s),
             allow_redirects=False,
         )
