@@ -150,6 +150,8 @@ async def serve_proxy(
             response = await _respond(gateway, headers, exchange, dialect, raw)
         except Exception:
             logger.exception("unhandled error on POST %s", scope["path"])
+            if exchange.trace is not None:  # ended once: a no-op when the exchange ended it
+                exchange.trace.finish(500, "internal_error", None, None)
             response = dialect.error_response(SwitchyardError("internal error in the gateway"))
         await response(scope, receive, send)
     except asyncio.CancelledError:
@@ -236,6 +238,8 @@ async def _respond(
         )
     except SwitchyardError as exc:
         gateway.telemetry.refused(exc, exchange.ingress, exchange.started, exchange.caller, named)
+        if exchange.trace is not None:  # refused before a decision: no exchange to end it
+            exchange.trace.finish(exc.status, exc.code or exc.type, None, None)
         return dialect.error_response(exc, rejection_headers(exc))
     decision = plan.first.decision
     record = DecisionRecord(decision, plan.first.work, placement=plan.first.placement)

@@ -150,6 +150,22 @@ async def test_a_failed_request_sets_the_error_status_and_sends_traceparent_upst
         assert sent in response.text, response.text
 
 
+async def test_a_refused_request_ends_its_server_span(
+    start_emulator: StartEmulator, start_gateway: StartGateway, receiver: OtlpReceiver
+) -> None:
+    """Refused before any decision (an unknown model): the server span alone, not an error
+    of the server's (a 4xx), with the refusal's code."""
+    engine = await start_emulator()
+    gw = await traced(start_gateway, receiver, {"a": engine.base_url})
+    response = await gw.client.post("/v1/chat/completions", json={**CHAT, "model": "nope"})
+    assert response.status_code == 404
+    spans = await exported(gw, receiver)
+    (server,) = spans["server"]
+    assert spans["internal"] == spans["client"] == []
+    assert server.attributes["http.response.status_code"] == 404
+    assert server.attributes["error.type"] == "model_not_found" and not server.error
+
+
 @pytest.mark.parametrize(
     ("enabled", "environ", "expected"),
     [
