@@ -17,6 +17,7 @@ from gateway.config.clients import ClientsConfig
 from gateway.config.default_profile import with_builtin_profile
 from gateway.config.demo import DemoConfig
 from gateway.config.redis import RedisNamespace, RedisSettings, RedisUrl
+from gateway.config.references import demo_problems, limit_problems
 from gateway.config.routes import RouteConfig as RouteConfig  # re-exported: the YAML schema
 from gateway.config.routes import SlaConfig as SlaConfig
 from gateway.config.routes import route_problems
@@ -274,26 +275,6 @@ def _duplicates(section: str, names: list[str]) -> list[str]:
             problems.append(f"{section}.{i}.name: duplicate name {name!r}")
         seen.add(name)
     return problems
-
-
-def demo_problems(routes: list[RouteConfig] | None, demo: DemoConfig | None) -> list[str]:
-    """The demo traffic's routes that no route declares (none when either is invalid)."""
-    if routes is None or demo is None:
-        return []
-    known = {route.name for route in routes}
-    return [
-        f"demo.routes.{i}: unknown route {name!r}"
-        for i, name in enumerate(demo.routes)
-        if name not in known
-    ]
-
-
-def limit_problems(routes: list[RouteConfig] | None, limits: LimitsConfig | None) -> list[str]:
-    """Route limits naming no route (none when either section is invalid)."""
-    if routes is None or limits is None:
-        return []
-    known = {route.name for route in routes}
-    return [f"limits.routes.{name}: unknown route" for name in limits.routes if name not in known]
 
 
 def parse_config(data: Any, source: str = "<config>") -> Config:

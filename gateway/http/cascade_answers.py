@@ -21,8 +21,8 @@ from gateway.cascade.note import CascadeNote, CascadeOutcome
 from gateway.cascade.verdict import Failure, Verdict
 from gateway.http.exchange import Exchange, kept
 from gateway.http.model_rename import renamed_response, served_model
-from gateway.http.proxy import deliver_answer, relay_answer
 from gateway.http.relay.held import Held, HeldStream
+from gateway.http.replies import deliver_answer, relay_answer
 from gateway.quality.signals.collect import CollectedResponse, StreamCollector, collect_body
 from providers.errors import ApiError
 from providers.usage import Usage, UsageTap, usage_from_body

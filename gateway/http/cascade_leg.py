@@ -30,7 +30,8 @@ from gateway.errors import Forbidden, InvalidRequest, SwitchyardError
 from gateway.http.admission import admit, budgeted_route, keyed_traits, rejection_headers
 from gateway.http.cascade_answers import Escalate, Prepared, TierAnswers, parsed_json
 from gateway.http.exchange import Exchange
-from gateway.http.proxy import hold, quality_context
+from gateway.http.proxy import hold
+from gateway.http.replies import quality_context
 from gateway.http.wire import UpstreamBodies, parse_body, traits_of
 from gateway.quality.signals.collect import collect_body
 from gateway.routing.decisions import DecisionRecord

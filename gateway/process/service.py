@@ -28,6 +28,7 @@ from gateway.fleet.state import FleetState
 from gateway.process.drain import Drain
 from gateway.process.reload_plan import ConfigChanges, kept_cache_groups
 from gateway.process.spend_wiring import account_spend
+from gateway.process.sync_wiring import fleet_sync
 from gateway.process.tasks import sleep_to_beat, start_task
 from gateway.quality.book.quality_book import QualityBook
 from gateway.quality.probes.prober import Prober
@@ -46,7 +47,6 @@ from providers.registry import open_provider
 if TYPE_CHECKING:
     from gateway.cascade.cascades import Cascades
     from gateway.fleet.sync.redis_sync import RedisFleetSync
-    from gateway.fleet.sync.shared_channel import SharedChannel
     from gateway.tracing.spans import Tracing
 
 logger = logging.getLogger("switchyard")
@@ -262,7 +262,7 @@ def _assemble(
         telemetry=telemetry,
         providers=providers,
         tenancy=tenancy,
-        sync=_fleet_sync(config, state, router, book, admission),
+        sync=fleet_sync(config, state, router, book, admission),
         scraper=EngineScraper(targets, state) if targets else None,
         llama_cpp=LlamaCppScraper(llama_targets, state) if llama_targets else None,
         quality=quality,
@@ -341,52 +341,6 @@ def _prober(config: Config, book: QualityBook, providers: dict[str, Provider]) -
     targets = [(m.backend, m.model) for route in config.routes for m in route.members]
     prober = Prober(configs, book, providers, targets)
     return prober if prober.targets else None
-
-
-def _fleet_sync(
-    config: Config,
-    state: FleetState,
-    router: Router,
-    book: QualityBook | None,
-    admission: Admission,
-) -> RedisFleetSync | None:
-    """With `state.backend: redis`, share prefix inserts, load, health and quality verdicts
-    and (with flow control on) tenants' service with other replicas. The sync is the
-    generation's, as its flow control is: a reload's new `Admission` gets its own."""
-    shared = config.state
-    if shared.backend != "redis":
-        return None
-    # The sync and redis-py load only for a config that shares state through Redis.
-    from gateway.fleet.sync.health_share import HealthShare, hold_caps
-    from gateway.fleet.sync.redis_sync import RedisFleetSync
-    from gateway.quality.shared import QualityShare
-
-    channels: list[SharedChannel] = []
-    max_age_s = shared.peer_event_max_age_s
-    if shared.share_health:
-        caps = hold_caps(config.backends, config.health)
-        channels.append(HealthShare(state, caps, max_age_s))
-    if shared.share_quality and book is not None:
-        names = [b.name for b in config.backends]
-        channels.append(QualityShare(book, names, max_age_s))
-    if shared.share_tenants and config.flow_control.enabled:
-        channels.append(_tenant_share(config, admission))
-    sync = RedisFleetSync(shared, state, router.index, channels=channels)
-    router.on_insert = sync.enqueue
-    return sync
-
-
-def _tenant_share(config: Config, admission: Admission) -> SharedChannel:
-    """Flow control's charges published to the peers, theirs added to its ledger."""
-    from gateway.fleet.sync.tenant_share import TenantShare
-
-    tenants = config.flow_control.tenants
-    return TenantShare(
-        admission,
-        half_life_s=tenants.half_life_s,
-        max_pending=tenants.max_tenants,
-        max_age_s=config.state.peer_event_max_age_s,
-    )
 
 
 async def probe_once(gateway: Gateway) -> None:

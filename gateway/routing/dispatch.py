@@ -24,8 +24,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-import orjson
-
 from gateway.errors import (
     CapacityExhausted,
     NoBackendAvailable,
@@ -34,6 +32,7 @@ from gateway.errors import (
     RouteCoolingDown,
 )
 from gateway.routing.decisions import Attempt, DecisionRecord, FallbackLeg
+from gateway.routing.drop_params import without_params
 from gateway.routing.lease import Lease, PrefixMemory
 from policies.predict import predicted_ttft_ms
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
@@ -253,7 +252,7 @@ class Dispatcher:
         request = trial.request_for(model)
         dropped = self._dropped.get(name)
         if dropped:
-            request = _without(request, dropped)
+            request = without_params(request, dropped)
         breakpoints = leg.work.added_breakpoints(name)
         if breakpoints is not None:
             request = replace(request, cache_breakpoints=breakpoints)
@@ -389,17 +388,3 @@ def _no_first_token() -> RequestShed:
         code="deadline_unmeetable",
         retry_after_s=1.0,
     )
-
-
-def _without(request: UpstreamRequest, fields: frozenset[str]) -> UpstreamRequest:
-    """`request` without the top-level `fields` its backend must not get (`drop_params`)."""
-    if not any(b'"%s"' % field.encode() in request.body for field in fields):
-        return request  # none named anywhere in the body: nothing to parse
-    body = orjson.loads(request.body)
-    if not isinstance(body, dict) or fields.isdisjoint(body):
-        return request
-    kept = orjson.dumps({k: v for k, v in body.items() if k not in fields})
-    marked = request.marked_body
-    if marked is not None and isinstance(marked_body := orjson.loads(marked), dict):
-        marked = orjson.dumps({k: v for k, v in marked_body.items() if k not in fields})
-    return replace(request, body=kept, marked_body=marked)
