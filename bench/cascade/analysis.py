@@ -44,8 +44,8 @@ def summary(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         "cost_usd": round(cost, 8),
         "cost_per_passing_usd": cost / passing if passing else None,
         "cost_per_correct_usd": cost / correct if correct else None,
-        "latency_p50_s": _quantile(latencies, 0.5),
-        "latency_p90_s": _quantile(latencies, 0.9),
+        "latency_p50_s": quantile(latencies, 0.5),
+        "latency_p90_s": quantile(latencies, 0.9),
     }
 
 
@@ -169,7 +169,7 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def _quantile(values: Sequence[float], q: float) -> float | None:
+def quantile(values: Sequence[float], q: float) -> float | None:
     if not values:
         return None
     return round(values[min(len(values) - 1, int(q * len(values)))], 3)

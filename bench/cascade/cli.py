@@ -23,6 +23,7 @@ from bench.cascade.analysis import (
     auroc,
     choose_threshold,
     curve,
+    quantile,
     summary,
     thresholds_of,
     with_ratios,
@@ -175,8 +176,7 @@ async def _overhead(fleet: Fleet, count: int) -> dict[str, Any]:
 
 def _overhead_summary(route: list[float], cascade: list[float]) -> dict[str, Any]:
     def q(values: list[float], at: float) -> float | None:
-        ordered = sorted(values)
-        return round(ordered[min(len(ordered) - 1, int(at * len(ordered)))], 3) if ordered else None
+        return quantile(sorted(values), at)
 
     p50_route, p50_cascade = q(route, 0.5), q(cascade, 0.5)
     added = None if p50_route is None or p50_cascade is None else round(p50_cascade - p50_route, 3)

@@ -4,19 +4,18 @@ checks, what every attempt cost and how long the client waited."""
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import httpx
-import orjson
 
 from bench.cascade.fleet import PRICES, STRUCTURAL_CHECKS, Fleet
 from bench.workloads.cascade.grading import answer_of
 from gateway.cascade.answer import answer_of as checked_answer
 from gateway.cascade.answer import check_request
 from gateway.cascade.config import CheckConfig
+from gateway.cascade.logprobs import body_logprobs
 from gateway.cascade.verdict import CascadeChecks
 from gateway.quality.signals.collect import collect_body
 
@@ -149,14 +148,8 @@ def _route_of(records: list[RequestRecord]) -> str:
 
 
 def _mean_logprob(document: dict[str, Any]) -> float | None:
-    logprobs = (document.get("choices") or [{}])[0].get("logprobs") or {}
-    values = [t["logprob"] for t in logprobs.get("content") or [] if "logprob" in t]
-    finite = [v for v in values if isinstance(v, int | float) and math.isfinite(v)]
-    return sum(finite) / len(finite) if finite else None
-
-
-def outcome_line(o: Outcome) -> bytes:
-    return orjson.dumps(o.__dict__)
+    values = body_logprobs(document)  # the gateway's own reader of an answer's logprobs
+    return sum(values) / len(values) if values else None
 
 
 async def first_tokens(

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from gateway.quality.signals.passive import declared_tools
+
 if TYPE_CHECKING:
     from gateway.quality.signals.collect import CollectedResponse
     from gateway.quality.signals.observation import ToolCallSeen
@@ -64,7 +66,7 @@ def check_request(body: Mapping[str, Any]) -> CheckRequest:
     return CheckRequest(
         max_tokens=max_tokens if isinstance(max_tokens, int) else None,
         response_format=response_format if isinstance(response_format, Mapping) else None,
-        tools=_tools(body.get("tools")),
+        tools=declared_tools(body.get("tools"), MAX_TOOLS),
         tool_choice=body.get("tool_choice"),
         prompt_text=_last_user_text(body.get("messages")),
     )
@@ -86,17 +88,6 @@ def answer_of(
 
 
 _PROMPT_CHARS = 4000
-
-
-def _tools(tools: object) -> dict[str, Any] | None:
-    if not isinstance(tools, list) or not tools:
-        return None
-    out: dict[str, Any] = {}
-    for tool in tools[:MAX_TOOLS]:
-        function = tool.get("function") if isinstance(tool, Mapping) else None
-        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
-            out[function["name"]] = function.get("parameters") or {}
-    return out or None
 
 
 def _last_user_text(messages: object) -> str:

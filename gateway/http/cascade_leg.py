@@ -167,23 +167,23 @@ class CascadeRun:
     def _refused_tier(self, exchange: Exchange, note: CascadeNote, exc: SwitchyardError) -> None:
         """A tier after the first refused the request (its route's budget, a limit): the
         refusal is counted and the request goes on."""
-        if exchange.record is None:
-            self.gateway.telemetry.refused(
-                exc, exchange.ingress, exchange.started, exchange.caller, note.tier_route
-            )
-        elif not exchange.finished:
+        if exchange.record is not None:
             exchange.cascade = replace(note, outcome="escalated")
-            exchange.failed(exc.status, exc.code)
+        self._end_refused(exchange, exc, note.tier_route)
 
     def refuse(self, exchange: Exchange, dialect: Dialect, exc: SwitchyardError) -> Response:
         """Refused before its dispatch (a key that may not use a tier, a limit, a budget)."""
+        self._end_refused(exchange, exc, self.cascade.name)
+        return dialect.error_response(exc, rejection_headers(exc))
+
+    def _end_refused(self, exchange: Exchange, exc: SwitchyardError, route: str) -> None:
+        """A refusal before a decision is the gateway's refusal; after one, the attempt's."""
         if exchange.record is None:
             self.gateway.telemetry.refused(
-                exc, exchange.ingress, exchange.started, exchange.caller, self.cascade.name
+                exc, exchange.ingress, exchange.started, exchange.caller, route
             )
         elif not exchange.finished:
             exchange.failed(exc.status, exc.code)
-        return dialect.error_response(exc, rejection_headers(exc))
 
     async def _ask_judge(self, answer: Answer, judged: CascadeNote) -> Failure | None:
         """The judge route's verdict on a tier's answer that passed its checks; None when

@@ -53,7 +53,7 @@ def request_context(
     ttft_target_ms: float | None,
     tpot_target_ms: float | None,
 ) -> RequestContext:
-    tools = _tools(body.get("tools"))
+    tools = declared_tools(body.get("tools"))
     choice = body.get("tool_choice")
     forced = choice == "required" or (isinstance(choice, dict) and choice.get("type") == "function")
     return RequestContext(
@@ -167,11 +167,13 @@ class QualityRecorder:
         return events
 
 
-def _tools(tools: object) -> dict[str, Any] | None:
+def declared_tools(tools: object, limit: int = _MAX_TOOLS) -> dict[str, Any] | None:
+    """A request's `tools` as name → parameters schema (`{}` when it gives none), the
+    first `limit` of them; None when it declares none."""
     if not isinstance(tools, list) or not tools:
         return None
     out: dict[str, Any] = {}
-    for tool in tools[:_MAX_TOOLS]:
+    for tool in tools[:limit]:
         function = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
             out[function["name"]] = function.get("parameters") or {}
