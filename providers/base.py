@@ -30,6 +30,25 @@ class Deadlines:
 
 
 @dataclass(frozen=True, slots=True)
+class NativeRequest:
+    """The client's request in its own API, for an adapter that speaks that API: sent as it
+    is instead of translating `UpstreamRequest.body` (Anthropic's Messages request to an
+    Anthropic backend: thinking blocks, their signatures and beta fields all reach it)."""
+
+    api: str
+    """Which API `body` is in: `ANTHROPIC_MESSAGES`."""
+    body: bytes
+    """The client's body, already asking for the backend's model id."""
+    headers: Mapping[str, str]
+    """The client's headers of that API to pass on (`anthropic-version`, `anthropic-beta`)."""
+    marked: bool
+    """The client set prompt-cache breakpoints of its own (the host then adds none)."""
+
+
+ANTHROPIC_MESSAGES = "anthropic.messages"
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamRequest:
     """One OpenAI-style call, already addressed to a backend's model."""
 
@@ -46,6 +65,9 @@ class UpstreamRequest:
     headers: Mapping[str, str] | None = None
     """Headers the host adds to this request only (W3C `traceparent` when it traces);
     the adapter's own headers win over them."""
+    native: NativeRequest | None = None
+    """The client's own request, for an adapter that speaks its API; the others (and an
+    adapter that does not) send `body`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +81,9 @@ class UpstreamResponse:
     """`body` parsed as JSON by the adapter that checked it, for readers after it (usage,
     the quality tap) to use instead of parsing it again; None when nobody parsed it.
     Only a top-level field's value may differ from `body` (a renamed model)."""
+    native_body: bytes | None = None
+    """The answer in the API of `UpstreamRequest.native`, as the backend sent it, when the
+    adapter sent that; `body` is still its OpenAI translation (usage, quality, cascades)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ the quality and usage taps keep reading the backend's OpenAI bytes.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from starlette.responses import Response
@@ -28,8 +29,9 @@ if TYPE_CHECKING:
     from gateway.config.bounds import BoundsConfig
     from gateway.http.relay.splice import Shape
     from gateway.http.relay.streaming import StreamOutcome
-    from providers.base import UpstreamResponse
+    from providers.base import NativeRequest, UpstreamResponse
     from providers.errors import ApiError
+    from providers.native_events import NativeEvents
 
 ContextT = TypeVar("ContextT")
 
@@ -50,6 +52,9 @@ class Translation(Protocol):
     plain_body: bytes | None
     """`body` without the client's prompt-cache breakpoints, for the backends whose API
     has none (`UpstreamRequest.marked_body`); None when `body` carries none."""
+    native: NativeRequest | None
+    """The client's request as it came, for a backend that speaks its API (which then
+    answers in it: `UpstreamResponse.native_body`, `NativeEvents`); None for OpenAI's."""
 
     def respond(
         self, response: UpstreamResponse, headers: dict[str, str], prompt_tokens: int
@@ -59,10 +64,15 @@ class Translation(Protocol):
         ...
 
     def relay(
-        self, chunks: AsyncIterator[bytes], outcome: StreamOutcome, prompt_tokens: int
+        self,
+        chunks: AsyncIterator[bytes],
+        outcome: StreamOutcome,
+        prompt_tokens: int,
+        native: NativeRelay | None = None,
     ) -> AsyncIterator[bytes]:
         """The client's stream for the relayed OpenAI SSE bytes (which end with `[DONE]` or
-        the gateway's error event, `outcome.error` set)."""
+        the gateway's error event, `outcome.error` set); with `native`, the backend's own
+        events, which the client's format writes instead of translating the chunks."""
         ...
 
     def shape(self, outcome: StreamOutcome, prompt_tokens: int) -> Shape | None:
@@ -79,14 +89,26 @@ class Dialect(Protocol):
         """The caller (None when auth is off); raises Unauthorized."""
         ...
 
-    def read(self, raw: bytes, bounds: BoundsConfig) -> Translation:
+    def read(
+        self, raw: bytes, bounds: BoundsConfig, headers: Mapping[str, str] | None = None
+    ) -> Translation:
         """The request as the gateway's OpenAI request; raises an ApiError (400) if it is
-        malformed, over one of `bounds`, or cannot be expressed."""
+        malformed, over one of `bounds`, or cannot be expressed. `headers`: the request's,
+        of which a format passes its own on to a backend speaking it."""
         ...
 
     def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:
         """Any error of the gateway's tree, in this format."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class NativeRelay:
+    """A stream whose backend answered in the client's own API: its events, and the model
+    name the client is to see in them (None: the backend's, as it came)."""
+
+    events: NativeEvents
+    model: str | None
 
 
 class _Verbatim:
@@ -95,6 +117,7 @@ class _Verbatim:
     __slots__ = ("body",)
     translated = False
     plain_body: bytes | None = None
+    native: NativeRequest | None = None
 
     def __init__(self, body: bytes) -> None:
         self.body = body
@@ -105,7 +128,11 @@ class _Verbatim:
         return Response(response.body, response.status, headers, response.content_type)
 
     def relay(
-        self, chunks: AsyncIterator[bytes], outcome: StreamOutcome, prompt_tokens: int
+        self,
+        chunks: AsyncIterator[bytes],
+        outcome: StreamOutcome,
+        prompt_tokens: int,
+        native: NativeRelay | None = None,
     ) -> AsyncIterator[bytes]:
         return chunks
 
@@ -124,6 +151,7 @@ class TranslatedRequest(Generic[ContextT]):
 
     __slots__ = ("_answer", "_context", "_events", "body", "plain_body")
     translated = True
+    native: NativeRequest | None = None
 
     def __init__(
         self,
@@ -147,7 +175,11 @@ class TranslatedRequest(Generic[ContextT]):
         return json_response(answer, 200, headers)
 
     def relay(
-        self, chunks: AsyncIterator[bytes], outcome: StreamOutcome, prompt_tokens: int
+        self,
+        chunks: AsyncIterator[bytes],
+        outcome: StreamOutcome,
+        prompt_tokens: int,
+        native: NativeRelay | None = None,
     ) -> AsyncIterator[bytes]:
         stream = TranslatedStream(self._events(self._context(prompt_tokens)))
         return relay_translated(chunks, outcome, stream)
@@ -165,7 +197,9 @@ class OpenAIDialect:
     def authorize(self, headers: Mapping[str, str], check: Authorize) -> Caller | None:
         return check(headers.get("authorization"))
 
-    def read(self, raw: bytes, bounds: BoundsConfig) -> Translation:
+    def read(
+        self, raw: bytes, bounds: BoundsConfig, headers: Mapping[str, str] | None = None
+    ) -> Translation:
         """Verbatim: its bounds are checked when the body is parsed (`wire.parse_body`)."""
         return _Verbatim(raw)
 

@@ -39,14 +39,21 @@ def renamed_response(
     response: UpstreamResponse, public: str, upstream: str | None
 ) -> UpstreamResponse:
     """`response` with its model field naming `public`, when the backend was asked for
-    another model and answered JSON."""
+    another model and answered JSON (the answer in the client's own API too)."""
     if upstream == public or "json" not in response.content_type:
         return response
-    match = _FIELD.search(response.body)
+    native = response.native_body
+    if native is not None:
+        native = renamed_body(native, public)
+    return replace(response, body=renamed_body(response.body, public), native_body=native)
+
+
+def renamed_body(body: bytes, public: str) -> bytes:
+    """`body` with its first model field naming `public` (as it was when it has none)."""
+    match = _FIELD.search(body)
     if match is None:
-        return response
-    body = response.body
-    return replace(response, body=body[: match.start()] + _field(public) + body[match.end() :])
+        return body
+    return body[: match.start()] + _field(public) + body[match.end() :]
 
 
 class StreamRenamer:

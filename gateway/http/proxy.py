@@ -200,7 +200,7 @@ async def _respond(
     try:
         bounds = gateway.config.bounds
         check_depth(raw, bounds.max_json_depth)
-        translation = dialect.read(raw, bounds)
+        translation = dialect.read(raw, bounds, headers)
         body, head = parse_body(
             translation.body, endpoint, None if translation.translated else bounds
         )
@@ -246,7 +246,13 @@ async def _respond(
     exchange.quality = quality_context(gateway, record, route, body, traits)
     path = _UPSTREAM_PATHS[endpoint]
     upstream = UpstreamBodies(
-        path, translation.body, body, head.model, traits.stream, translation.plain_body
+        path,
+        translation.body,
+        body,
+        head.model,
+        traits.stream,
+        translation.plain_body,
+        translation.native,
     )
     answer_headers = {"x-switchyard-decision": decision.id, **budget, **limits}
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from gateway.http.dialect import NativeRelay
 from gateway.http.model_rename import served_model, stream_renamer
 from gateway.http.relay.response import RelayResponse
 from gateway.http.relay.splice import Splice
@@ -14,6 +15,7 @@ from gateway.http.relay.streaming import RelayState, StreamOutcome, relay
 from gateway.quality.signals.collect import StreamCollector, collect_body
 from gateway.quality.signals.passive import RequestContext, request_context
 from providers.base import pipeable
+from providers.native_events import native_events
 from providers.usage import usage_from_body
 
 if TYPE_CHECKING:
@@ -68,18 +70,22 @@ def relay_answer(
     signals do not inspect it (a cascade judges it)."""
     record, lease = exchange.record, exchange.lease
     assert record is not None and lease is not None
+    public = public or exchange.route
+    served = served_model(record)
+    events = native_events(stream)
+    native = None if events is None else NativeRelay(events, None if served == public else public)
     stream = gateway.drain.watch(stream)  # a shutdown's deadline can end it, with an event
     headers["x-switchyard-backend"] = lease.backend
     headers["cache-control"] = "no-cache"
     keep = exchange.quality is not None or tapped
     outcome = StreamOutcome(StreamCollector() if keep else None)
     exchange.relayed = outcome
-    rename = stream_renamer(stream.content_type, public or exchange.route, served_model(record))
+    rename = stream_renamer(stream.content_type, public, served)
     state = RelayState(deadline, outcome, stream.content_type, rename=rename)
     tokens = record.work.prompt_tokens
 
     def pulled() -> AsyncIterator[bytes]:
-        return translation.relay(relay(stream, state), outcome, tokens)
+        return translation.relay(relay(stream, state), outcome, tokens, native)
 
     # A stream that can be piped is spliced: written to the client from the upstream
     # connection's callbacks (when the server lets the response do it).

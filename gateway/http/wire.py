@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import orjson
@@ -22,7 +23,7 @@ from gateway.config.placement import NO_REQUIREMENT, TagRequirement, header_tags
 from gateway.errors import InvalidRequest, PayloadTooLarge
 from gateway.routing.router import RequestTraits
 from policies.snapshot import Endpoint
-from providers.base import UpstreamRequest
+from providers.base import NativeRequest, UpstreamRequest
 
 
 class _Head(BaseModel):
@@ -198,9 +199,10 @@ class UpstreamBodies:
     bytes as they came for the model it named, else its body with `model` changed (made
     once per model: a retry or a fallback to another member of the same model reuses it).
     With a `plain` body (the request without the client's `cache_control`), that one is
-    each request's `body` and the client's its `marked_body`."""
+    each request's `body` and the client's its `marked_body`; with a `native` request (the
+    client's own, in another API), each carries it, asking for its model too."""
 
-    __slots__ = ("_body", "_made", "_path", "_plain", "_stream")
+    __slots__ = ("_body", "_made", "_native", "_path", "_plain", "_stream")
 
     def __init__(
         self,
@@ -210,21 +212,29 @@ class UpstreamBodies:
         client_model: str,
         stream: bool,
         plain: bytes | None = None,
+        native: NativeRequest | None = None,
     ) -> None:
         self._path, self._body, self._stream, self._plain = path, body, stream, plain
-        first = UpstreamRequest(path, raw, stream)
+        self._native = native
+        first = UpstreamRequest(path, raw, stream, native=native)
         if plain is not None:
-            first = UpstreamRequest(path, plain, stream, marked_body=raw)
+            first = UpstreamRequest(path, plain, stream, marked_body=raw, native=native)
         self._made = {client_model: first}
 
     def request_for(self, model: str) -> UpstreamRequest:
         made = self._made.get(model)
         if made is None:
             forwarded = orjson.dumps({**self._body, "model": model})
-            made = UpstreamRequest(self._path, forwarded, self._stream)
+            native = self._native
+            if native is not None:
+                asked = orjson.dumps({**orjson.loads(native.body), "model": model})
+                native = replace(native, body=asked)
+            made = UpstreamRequest(self._path, forwarded, self._stream, native=native)
             if self._plain is not None:
                 plain = orjson.dumps({**orjson.loads(self._plain), "model": model})
-                made = UpstreamRequest(self._path, plain, self._stream, marked_body=forwarded)
+                made = UpstreamRequest(
+                    self._path, plain, self._stream, marked_body=forwarded, native=native
+                )
             self._made[model] = made
         return made
 

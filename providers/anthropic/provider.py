@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import NamedTuple
 
 import orjson
 from pydantic import ValidationError
@@ -19,10 +20,12 @@ from pydantic import ValidationError
 from providers.anthropic.chat_request import UntranslatableRequest
 from providers.anthropic.error_mapping import ErrorMapper
 from providers.anthropic.messages_wire import MessageOut
-from providers.anthropic.request_translation import TranslatedRequest, to_messages_request
+from providers.anthropic.native import native_body, native_headers
+from providers.anthropic.request_translation import to_messages_request
 from providers.anthropic.response_translation import chat_completion_bytes
 from providers.anthropic.stream_translation import StreamTranslator
 from providers.base import (
+    ANTHROPIC_MESSAGES,
     Deadlines,
     HealthResult,
     UpstreamRequest,
@@ -30,6 +33,7 @@ from providers.base import (
     UpstreamStream,
     upstream_headers,
 )
+from providers.native_events import NativeEvents
 from providers.openai_chat_request import CHAT_PATH as CHAT_PATH  # re-exported
 from providers.settings import (
     DEFAULT_IDLE_KEEPALIVE_S,
@@ -104,30 +108,38 @@ class AnthropicProvider:
         return f"AnthropicProvider(name={self.name!r}, base_url={self.base_url!r})"
 
     async def send(self, request: UpstreamRequest, deadlines: Deadlines) -> UpstreamResponse:
-        translated = self._translate(request, stream=False)
-        response = await self._http.send(
-            self._messages_url, _body(translated), deadlines, request.headers
-        )
+        out = self._outgoing(request, stream=False)
+        response = await self._http.send(self._messages_url, out.body, deadlines, out.headers)
         try:
             message = MessageOut.model_validate_json(response.body)
         except ValidationError:
             raise self._errors.protocol_error("answered with an unreadable message") from None
         completion = chat_completion_bytes(message, created=int(self._clock()))
-        return UpstreamResponse(200, "application/json", completion, response.rate_limit)
+        return UpstreamResponse(
+            200,
+            "application/json",
+            completion,
+            response.rate_limit,
+            native_body=response.body if out.native else None,
+        )
 
     async def open_stream(self, request: UpstreamRequest, deadlines: Deadlines) -> AnthropicStream:
-        translated = self._translate(request, stream=True)
+        out = self._outgoing(request, stream=True)
+        events = NativeEvents() if out.native else None
         translator = StreamTranslator(
-            self._errors, include_usage=translated.include_usage, created=int(self._clock())
+            self._errors,
+            include_usage=out.include_usage,
+            created=int(self._clock()),
+            native=events,
         )
         # The first-byte deadline runs until the first translated chunk, which is when the
         # stream commits the backend.
         with self._http.map_upstream_errors():
             async with asyncio.timeout(deadlines.first_byte_s):
                 raw = await self._http.open_stream(
-                    self._messages_url, _body(translated), deadlines, request.headers
+                    self._messages_url, out.body, deadlines, out.headers
                 )
-                return await AnthropicStream(self._errors, raw, translator).opened()
+                return await AnthropicStream(self._errors, raw, translator, events).opened()
 
     async def health(self, timeout_s: float) -> HealthResult:
         """Listing one model: cheap, and it checks the key as well as the address."""
@@ -140,20 +152,36 @@ class AnthropicProvider:
     def _messages_url(self) -> str:
         return self.base_url + "/messages"
 
-    def _translate(self, request: UpstreamRequest, *, stream: bool) -> TranslatedRequest:
+    def _outgoing(self, request: UpstreamRequest, *, stream: bool) -> _Outgoing:
+        """The body and per-request headers to send, and whether they are the client's own
+        Messages request (then its answer goes back as it came, beside the translation)."""
         if request.path != CHAT_PATH:
             raise self._errors.invalid_request(
                 f"only {CHAT_PATH} is served, not {request.path}", param=None
             )
+        native = request.native
+        if native is not None and native.api == ANTHROPIC_MESSAGES:
+            body = native_body(native, request.cache_breakpoints)
+            # The host reads usage from the translated chunks: always asked for.
+            return _Outgoing(body, native_headers(native, request.headers), True, True)
         try:
-            body = request.marked_body or request.body  # the client's breakpoints
-            return to_messages_request(body, stream=stream, breakpoints=request.cache_breakpoints)
+            marked = request.marked_body or request.body  # the client's breakpoints
+            translated = to_messages_request(
+                marked, stream=stream, breakpoints=request.cache_breakpoints
+            )
         except UntranslatableRequest as exc:
             raise self._errors.invalid_request(exc.message, param=exc.param) from None
+        body = orjson.dumps(translated.body)
+        return _Outgoing(body, request.headers, False, translated.include_usage)
 
 
-def _body(translated: TranslatedRequest) -> bytes:
-    return orjson.dumps(translated.body)
+class _Outgoing(NamedTuple):
+    body: bytes
+    headers: Mapping[str, str] | None
+    native: bool
+    """`body` is the client's own Messages request."""
+    include_usage: bool
+    """The translated stream ends with a usage chunk."""
 
 
 def _health_of(status: int) -> HealthResult:
@@ -165,14 +193,20 @@ def _health_of(status: int) -> HealthResult:
 
 
 class AnthropicStream(TranslatedStream):
-    """An Anthropic stream read as OpenAI chunk bytes, over the raw stream under it."""
+    """An Anthropic stream read as OpenAI chunk bytes, over the raw stream under it; with
+    `native`, the stream's own events are kept there too, for a client of Anthropic's API."""
 
     def __init__(
-        self, errors: ErrorMapper, raw: UpstreamStream, translator: StreamTranslator
+        self,
+        errors: ErrorMapper,
+        raw: UpstreamStream,
+        translator: StreamTranslator,
+        native: NativeEvents | None = None,
     ) -> None:
         super().__init__(raw)
         self._errors = errors
         self._translator = translator
+        self.native = native
 
     async def start(self) -> None:
         # An `error` event before the first chunk (an overload, say) fails the attempt and

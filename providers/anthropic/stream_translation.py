@@ -38,6 +38,7 @@ from providers.anthropic.messages_wire import (
 )
 from providers.anthropic.response_translation import finish_reason, openai_usage
 from providers.errors import UpstreamError
+from providers.native_events import NativeEvents
 from providers.transport.sse import SseDecodeError, SseDecoder
 
 DONE = b"data: [DONE]\n\n"
@@ -46,8 +47,18 @@ DONE = b"data: [DONE]\n\n"
 class StreamTranslator:
     """One response's translation; `finished` once `message_stop` has been translated."""
 
-    def __init__(self, errors: ErrorMapper, *, include_usage: bool, created: int) -> None:
+    def __init__(
+        self,
+        errors: ErrorMapper,
+        *,
+        include_usage: bool,
+        created: int,
+        native: NativeEvents | None = None,
+    ) -> None:
+        """`native`: where each event read goes as well, as it came (an error event
+        excepted: the host ends a failed stream with its own)."""
         self._errors = errors
+        self._native = native
         self._include_usage = include_usage
         self._created = created
         self._sse = SseDecoder()
@@ -97,6 +108,8 @@ class StreamTranslator:
             raise self._errors.protocol_error("sent an unreadable stream event") from None
         if isinstance(event, ErrorBody):
             raise self._errors.stream_error(event.error)
+        if self._native is not None:
+            self._native.add(event.type, payload)
         if isinstance(event, MessageStart):
             self._head = event
             self._usage = event.message.usage

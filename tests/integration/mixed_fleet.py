@@ -109,14 +109,19 @@ async def start_fleet(
     *,
     gateway_keys: dict[str, str] | None = None,
     token_delay_ms: float = 0.0,
+    engine_options: dict[str, dict[str, Any]] | None = None,
     **sections: Any,
 ) -> Fleet:
-    """Three engines, each requiring its member's key, and the config over them. The
-    gateway holds each member's key unless `gateway_keys` gives it another."""
+    """Three engines, each requiring its member's key (with `engine_options` by member
+    name), and the config over them. The gateway holds each member's key unless
+    `gateway_keys` gives it another."""
     engines: dict[str, EmulatorServer] = {}
     for member in MEMBERS:
         engines[member.name] = await start_emulator(
-            models=[member.model], api_key=member.key, token_delay_ms=token_delay_ms
+            models=[member.model],
+            api_key=member.key,
+            token_delay_ms=token_delay_ms,
+            **(engine_options or {}).get(member.name, {}),
         )
         held = (gateway_keys or {}).get(member.name, member.key)
         if held is not None:

@@ -1,9 +1,12 @@
 """`POST /v1/messages` on the proxy path: Anthropic's Messages API as a `Dialect`.
 
 The key comes from `x-api-key` (Anthropic's SDKs) or `Authorization: Bearer` (their
-`auth_token`); `anthropic-version` and `anthropic-beta` are accepted and ignored. The body
-becomes an OpenAI chat request and takes the proxy's one path; the answer comes back as a
-`message`, or as Anthropic's stream events translated from the relayed OpenAI chunks.
+`auth_token`). The body becomes an OpenAI chat request and takes the proxy's one path
+(routing, accounting and quality read it); a backend that speaks Anthropic's API gets the
+client's own request with its `anthropic-version` and `anthropic-beta` headers instead,
+and its answer goes back as it came (`native_reply`). From any other backend the answer
+comes back as a `message`, or as Anthropic's stream events translated from the relayed
+OpenAI chunks.
 A request with `cache_control` breakpoints is routed with them (the prefix index counts
 them) and sent with them to an Anthropic backend; every other backend gets the request
 without them.
@@ -24,14 +27,11 @@ from gateway.http.anthropic_ingress.messages_request import (
     count_cache_breakpoints,
     parse_messages_request,
 )
+from gateway.http.anthropic_ingress.native_reply import MessagesTranslation, native_request
 from gateway.http.anthropic_ingress.request_translation import to_chat_request
-from gateway.http.anthropic_ingress.response_translation import (
-    ReplyContext,
-    reply_context,
-    to_message,
-)
+from gateway.http.anthropic_ingress.response_translation import reply_context, to_message
 from gateway.http.anthropic_ingress.stream_translation import MessageEvents
-from gateway.http.dialect import Authorize, TranslatedRequest
+from gateway.http.dialect import Authorize
 from gateway.tenancy.caller import Caller
 from providers.errors import ApiError
 
@@ -50,17 +50,21 @@ class MessagesDialect:
                 raise
             return check(authorization)
 
-    def read(self, raw: bytes, bounds: BoundsConfig) -> TranslatedRequest[ReplyContext]:
+    def read(
+        self, raw: bytes, bounds: BoundsConfig, headers: Mapping[str, str] | None = None
+    ) -> MessagesTranslation:
         request = parse_messages_request(raw, bounds)
         plain = orjson.dumps(to_chat_request(request))
         marked = count_cache_breakpoints(request) > 0
-        return TranslatedRequest(
+        translation = MessagesTranslation(
             orjson.dumps(to_chat_request(request, marks=True)) if marked else plain,
             context=partial(reply_context, request),
             answer=to_message,
             events=MessageEvents,
             plain_body=plain if marked else None,
         )
+        translation.native = native_request(request, raw, headers, marked=marked)
+        return translation
 
     def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:
         return error_response(exc, headers)

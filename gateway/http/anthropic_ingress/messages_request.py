@@ -4,10 +4,10 @@ Unknown top-level fields are ignored (newer SDKs add options over time; `service
 and the like ask nothing of the answer); of `metadata`, only `user_id` is read. Content
 blocks are strict: a block kind the gateway cannot express (documents, server tools'
 results, ...) is refused rather than silently dropped from what the model sees.
-`citations` and thinking signatures are accepted and ignored. `cache_control` (type
-`ephemeral`, `ttl` "5m" or "1h") is read on system blocks, tools and content blocks, at
-most `MAX_CACHE_BREAKPOINTS` of them (more, or a malformed one, is a 400 as Anthropic's
-own): the translation carries them to an Anthropic backend (`request_translation.py`).
+`citations` are accepted and ignored; thinking blocks go on only to an Anthropic backend.
+`cache_control` (type `ephemeral`, `ttl` "5m" or "1h") is read on system blocks, tools and
+content blocks, at most `MAX_CACHE_BREAKPOINTS` of them (more, or a malformed one, is a
+400 as Anthropic's own): an Anthropic backend gets them with the client's request.
 """
 
 from __future__ import annotations
@@ -86,9 +86,12 @@ class ToolResultBlock(_Cacheable):
 
 
 class ThinkingBlock(_Wire):
-    """Earlier turns' thinking: not sent on (OpenAI's chat has no input for it)."""
+    """Earlier turns' thinking: sent on as it came to a backend of Anthropic's API (which
+    checks its `signature`, or a redacted block's `data`); not to others (OpenAI's chat
+    has no input for it)."""
 
     type: Literal["thinking", "redacted_thinking"]
+    signature: str | None = None
 
 
 UserBlock = Annotated[TextBlock | ImageBlock | ToolResultBlock, Field(discriminator="type")]

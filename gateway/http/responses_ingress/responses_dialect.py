@@ -33,7 +33,9 @@ class ResponsesDialect:
     def authorize(self, headers: Mapping[str, str], check: Authorize) -> Caller | None:
         return OPENAI.authorize(headers, check)
 
-    def read(self, raw: bytes, bounds: BoundsConfig) -> TranslatedRequest[ReplyContext]:
+    def read(
+        self, raw: bytes, bounds: BoundsConfig, headers: Mapping[str, str] | None = None
+    ) -> TranslatedRequest[ReplyContext]:
         request = parse_responses_request(raw, bounds)
         return TranslatedRequest(
             orjson.dumps(to_chat_request(request)),
