@@ -5,7 +5,10 @@ form (``chat_form.py``): the system prompt, then each message's text, its ``tool
 blocks as tool calls and its ``tool_result`` blocks as tool messages; tools as functions
 with their input schemas. ``thinking`` asks for thinking before the answer:
 ``min(budget_tokens, max_tokens // 2)`` tokens of it, and the answer may take the rest of
-``max_tokens``. The answer is a ``message`` of thinking, text or tool_use blocks,
+``max_tokens``; thinking blocks sent back are checked, and redacted thinking made, by
+``anthropic_thinking.py``. The ``anthropic-beta`` header's names are checked by
+``anthropic_betas.py`` and, with ``anthropic-version``, recorded in the engine's stats.
+The answer is a ``message`` of thinking (or redacted_thinking), text or tool_use blocks,
 whole or as Anthropic's stream of events. In its usage, ``input_tokens`` are the prompt
 tokens no cache held and ``cache_read_input_tokens`` those one did: the batched engine's
 KV cache (which fills itself: no writes), or an explicit provider prompt cache
