@@ -64,12 +64,13 @@ class InferencePath:
         rate = runtime.limiter.peek()
         try:
             body = parse_json_body(await request.body())
-            inbound = Inbound(body, request.path_params, request.query_params)
+            inbound = Inbound(body, request.path_params, request.query_params, request.headers)
             call = api.read(inbound)
             self.check_model(call.generation.model)
             rate = runtime.limiter.admit(call.requested_tokens)
             if rate.refused:
                 return self._error(api, _rate_limited(rate), rate)
+            _record_client(runtime, call)
             prompt = _visible_prompt(runtime, call)
             faults = runtime.injector.roll(call.generation)
             style = _style(prompt, faults, oracle=runtime.settings.answers == "oracle")
@@ -220,6 +221,13 @@ class InferencePath:
             stall_s=self._runtime.faults.stall_before_first_byte_s,
             ok=False,
         )
+
+
+def _record_client(runtime: EmulatorRuntime, call: EngineCall) -> None:
+    """Count the client's API version and betas: a request that reached the engine."""
+    client = call.client
+    if client is not None:
+        runtime.stats.saw_client(client.version, client.betas)
 
 
 def _rate_limited(rate: RateState) -> Failure:

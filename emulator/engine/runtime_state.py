@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 
 from emulator.content.answer_length import AnswerLengths
 from emulator.engine.kv_cache import KVCache
@@ -18,13 +19,24 @@ from emulator.settings import EmulatorSettings, Faults
 
 @dataclass(slots=True)
 class EmulatorStats:
-    """Inference requests seen; ``cancelled`` counts clients that left mid-response."""
+    """Inference requests seen; ``cancelled`` counts clients that left mid-response.
+
+    ``anthropic_betas`` counts, per ``anthropic-beta`` name, the requests that reached the
+    engine with it; ``anthropic_version`` is the last ``anthropic-version`` one carried.
+    """
 
     received: int = 0
     completed: int = 0
     cancelled: int = 0
     failed: int = 0
     in_flight: int = 0
+    anthropic_betas: dict[str, int] = field(default_factory=dict)
+    anthropic_version: str | None = None
+
+    def saw_client(self, version: str, betas: Iterable[str]) -> None:
+        self.anthropic_version = version
+        for beta in betas:
+            self.anthropic_betas[beta] = self.anthropic_betas.get(beta, 0) + 1
 
 
 class BatchedEngine:

@@ -5,7 +5,10 @@ form (``chat_form.py``): the system prompt, then each message's text, its ``tool
 blocks as tool calls and its ``tool_result`` blocks as tool messages; tools as functions
 with their input schemas. ``thinking`` asks for thinking before the answer:
 ``min(budget_tokens, max_tokens // 2)`` tokens of it, and the answer may take the rest of
-``max_tokens``. The answer is a ``message`` of thinking, text or tool_use blocks,
+``max_tokens``; thinking blocks sent back are checked, and redacted thinking made, by
+``anthropic_thinking.py``. The ``anthropic-beta`` header's names are checked by
+``anthropic_betas.py`` and, with ``anthropic-version``, recorded in the engine's stats.
+The answer is a ``message`` of thinking (or redacted_thinking), text or tool_use blocks,
 whole or as Anthropic's stream of events. In its usage, ``input_tokens`` are the prompt
 tokens no cache held and ``cache_read_input_tokens`` those one did: the batched engine's
 KV cache (which fills itself: no writes), or an explicit provider prompt cache
@@ -15,8 +18,6 @@ reports those writes as ``cache_creation_input_tokens``.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -27,6 +28,7 @@ import orjson
 from emulator.content.generation import ChoiceOutput
 from emulator.rate_limits import RateState, reset_time
 from emulator.request_parsing import BadRequest
+from emulator.wire.anthropic_betas import BETA_HEADER, read_betas
 from emulator.wire.anthropic_cache import cache_pieces
 from emulator.wire.anthropic_request import (
     Message,
@@ -38,8 +40,15 @@ from emulator.wire.anthropic_request import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from emulator.wire.anthropic_thinking import (
+    asks_for_redaction,
+    check_thinking_turns,
+    redacted_data,
+    signature,
+)
 from emulator.wire.api_format import (
     JSON_HEADERS,
+    ClientHeaders,
     EngineCall,
     ErrorReply,
     Failure,
@@ -98,8 +107,12 @@ class AnthropicFormat:
         return None
 
     def read(self, inbound: Inbound) -> EngineCall:
+        client = ClientHeaders(
+            inbound.headers.get(VERSION_HEADER, ""), read_betas(inbound.headers.get(BETA_HEADER))
+        )
         request = validated(MessagesRequest, inbound.body, anthropic_bad_request)
         thinking = _thinking_tokens(request.thinking, request.max_tokens)
+        check_thinking_turns(request.messages, thinking=thinking > 0)
         system = _text_of(request.system)
         prompt: Json = {
             "model": request.model,
@@ -110,8 +123,10 @@ class AnthropicFormat:
             **_chat_tools(request.tools, request.tool_choice),
         }
         generation = replace(parse_chat(prompt), thinking_tokens=thinking)
-        writer = AnthropicAnswer(generation.model)
-        return EngineCall(generation, prompt, writer, cache_pieces=cache_pieces(inbound.body))
+        redacted = thinking > 0 and asks_for_redaction(request.messages)
+        writer = AnthropicAnswer(generation.model, redacted=redacted)
+        pieces = cache_pieces(inbound.body)
+        return EngineCall(generation, prompt, writer, cache_pieces=pieces, client=client)
 
     def error(self, failure: Failure) -> ErrorReply:
         error_type = _ERROR_TYPES.get(failure.status)
@@ -152,17 +167,20 @@ def models_body(models: Sequence[str], query: Mapping[str, str]) -> bytes:
 
 
 class AnthropicAnswer:
-    """One message: a thinking block when asked for, then a text or tool_use block."""
+    """One message: a thinking block when asked for (``redacted``: a redacted_thinking
+    block), then a text or tool_use block."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, *, redacted: bool = False) -> None:
         self._model = model
         self._id = f"msg_{secrets.token_hex(12)}"
+        self._redacted = redacted
 
     def body(self, choices: Sequence[ChoiceOutput], usage: Json) -> bytes:
         choice = choices[0]
         content = [_answer_block(choice, whole=True)]
         if choice.thinking_pieces:
-            content.insert(0, _thinking_block("".join(choice.thinking)))
+            thinking = "".join(choice.thinking)
+            content.insert(0, _redacted_block() if self._redacted else _thinking_block(thinking))
         message = {**self._head(), "content": content, **_stop(choice)}
         return orjson.dumps({**message, "usage": _usage(usage)})
 
@@ -172,10 +190,7 @@ class AnthropicAnswer:
         steps[0] += [lambda: self._message_start(usage()), _PING]
         index = 0
         if choice.thinking_pieces:
-            thinking = choice.thinking
-            deltas = [{"type": "thinking_delta", "thinking": piece} for piece in thinking]
-            signed = {"type": "signature_delta", "signature": _signature("".join(thinking))}
-            _add_block(steps, index, 0, _thinking_block(""), deltas, (signed,))
+            self._add_thinking(steps, choice.thinking)
             index += 1
         start = _answer_block(choice, whole=False)
         _add_block(steps, index, choice.thinking_pieces, start, _answer_deltas(choice))
@@ -184,6 +199,16 @@ class AnthropicAnswer:
 
     def error_event(self, message: str) -> bytes:
         return _event({"type": "error", "error": {"type": STREAM_ERROR_TYPE, "message": message}})
+
+    def _add_thinking(self, steps: list[list[Payload]], thinking: list[str]) -> None:
+        """Block 0: thinking deltas and the signature; or, redacted, the whole block
+        (no deltas) once the thinking is done, as Anthropic streams one."""
+        if self._redacted:
+            _add_block(steps, 0, len(thinking) - 1, _redacted_block(), [])
+            return
+        deltas = [{"type": "thinking_delta", "thinking": piece} for piece in thinking]
+        signed = {"type": "signature_delta", "signature": signature("".join(thinking))}
+        _add_block(steps, 0, 0, _thinking_block(""), deltas, (signed,))
 
     def _head(self) -> Json:
         return {"id": self._id, "type": "message", "role": "assistant", "model": self._model}
@@ -241,8 +266,12 @@ def _answer_block(choice: ChoiceOutput, *, whole: bool) -> Json:
 
 
 def _thinking_block(thinking: str) -> Json:
-    signature = _signature(thinking) if thinking else ""
-    return {"type": "thinking", "thinking": thinking, "signature": signature}
+    signed = signature(thinking) if thinking else ""
+    return {"type": "thinking", "thinking": thinking, "signature": signed}
+
+
+def _redacted_block() -> Json:
+    return {"type": "redacted_thinking", "data": redacted_data()}
 
 
 def _input(arguments: str) -> Any:
@@ -256,11 +285,6 @@ def _input(arguments: str) -> Any:
 
 def _tool_use_id(call_id: str) -> str:
     return "toolu_" + call_id.removeprefix("call_")
-
-
-def _signature(thinking: str) -> str:
-    # Opaque to clients, as Anthropic's are; stable for the same thinking.
-    return base64.b64encode(hashlib.blake2b(thinking.encode(), digest_size=32).digest()).decode()
 
 
 def _stop(choice: ChoiceOutput) -> Json:

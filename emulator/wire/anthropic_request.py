@@ -3,7 +3,8 @@
 ``model``, ``max_tokens`` (1 to the engine's limit) and ``messages`` (roles ``user`` and
 ``assistant``; content a string or blocks) are required; ``temperature`` and ``top_p``
 lie in [0, 1], as Anthropic's API has them. Blocks the emulator reads (``text``,
-``tool_use``, ``tool_result``, ``thinking``) are checked field by field; other kinds
+``tool_use``, ``tool_result``, ``thinking``, ``redacted_thinking``) are checked field
+by field (their signatures and data by ``anthropic_thinking.py``); other kinds
 (images, documents, server tools' blocks) only need a ``type``. Unknown top-level fields
 are ignored (Anthropic's API refuses them; the emulator stays lenient, as for OpenAI).
 """
@@ -59,7 +60,12 @@ class ThinkingBlock(_Wire):
     signature: str | None = None
 
 
-_READ = ("text", "tool_use", "tool_result", "thinking")
+class RedactedThinkingBlock(_Wire):
+    type: Literal["redacted_thinking"]
+    data: str
+
+
+_READ = ("text", "tool_use", "tool_result", "thinking", "redacted_thinking")
 
 
 def _tag(block: Any, read: tuple[str, ...] = _READ) -> str:
@@ -73,6 +79,7 @@ ContentBlock = Annotated[
     | Annotated[ToolUseBlock, Tag("tool_use block")]
     | Annotated[ToolResultBlock, Tag("tool_result block")]
     | Annotated[ThinkingBlock, Tag("thinking block")]
+    | Annotated[RedactedThinkingBlock, Tag("redacted_thinking block")]
     | Annotated[OtherBlock, Tag("other block")],
     Discriminator(_tag),
 ]

@@ -28,11 +28,13 @@ SSE_HEADERS: Headers = [(b"content-type", b"text/event-stream"), (b"cache-contro
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
-    """What a format reads of one request: its JSON body, path parameters and query."""
+    """What a format reads of one request: its JSON body, path parameters, query and
+    headers (names in lower case)."""
 
     body: Json
     path: Mapping[str, str]
     query: Mapping[str, str]
+    headers: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,14 @@ class AnswerWriter(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ClientHeaders:
+    """The API version and beta features a client asked for (Anthropic's headers)."""
+
+    version: str
+    betas: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class EngineCall:
     """A request in the engine's terms; ``prompt`` is the chat form (``messages`` with
     role, text and ``tool_calls``; ``tools`` as functions with JSON schemas)."""
@@ -102,6 +112,8 @@ class EngineCall:
     cache_pieces: tuple[CachePiece, ...] = ()
     """The prompt's content blocks with their cache breakpoints, for a provider prompt
     cache with explicit semantics (Anthropic's format fills it when a block is marked)."""
+    client: ClientHeaders | None = None
+    """Anthropic's version and beta headers, which the engine's stats record."""
 
     @property
     def requested_tokens(self) -> int:

@@ -107,15 +107,29 @@ def embeddings_body(model: str, vectors: list[Any], prompt_tokens: int) -> bytes
 
 
 def _chat_message(choice: ChoiceOutput) -> Json:
-    text = "".join(choice.pieces)
-    if choice.tool_call is None:
-        return {"role": "assistant", "content": text, "refusal": None}
-    call = {
-        "id": choice.tool_call.id,
-        "type": "function",
-        "function": {"name": choice.tool_call.name, "arguments": text},
-    }
-    return {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
+    """The assistant's message; reasoning, when it reasoned, as vLLM's
+    ``reasoning_content``."""
+    text = "".join(choice.answer)
+    message: Json = {"role": "assistant", "content": text, "refusal": None}
+    if choice.tool_call is not None:
+        call = {
+            "id": choice.tool_call.id,
+            "type": "function",
+            "function": {"name": choice.tool_call.name, "arguments": text},
+        }
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": [call]}
+    if choice.thinking_pieces:
+        message["reasoning_content"] = "".join(choice.thinking)
+    return message
+
+
+def with_reasoning_tokens(usage_: Json, choices: list[ChoiceOutput]) -> Json:
+    """Usage with ``completion_tokens_details.reasoning_tokens`` when any choice reasoned
+    (``completion_tokens`` already holds them); unchanged otherwise."""
+    reasoning = sum(choice.thinking_pieces for choice in choices)
+    if not reasoning:
+        return usage_
+    return {**usage_, "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
 
 def _chat_logprobs(choice: ChoiceOutput, top_logprobs: int | None) -> Json | None:
@@ -123,7 +137,7 @@ def _chat_logprobs(choice: ChoiceOutput, top_logprobs: int | None) -> Json | Non
         return None
     return {
         "content": [
-            chat_logprob(piece, top_logprobs, choice.logprob_salt) for piece in choice.pieces
+            chat_logprob(piece, top_logprobs, choice.logprob_salt) for piece in choice.answer
         ],
         "refusal": None,
     }

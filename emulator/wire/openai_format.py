@@ -30,6 +30,7 @@ from emulator.wire.openai_bodies import (
     completion_body,
     error_body,
     error_event,
+    with_reasoning_tokens,
 )
 from emulator.wire.openai_request import parse_chat, parse_completion
 from emulator.wire.stream_events import StepEvent, UsageSource, chat_events, completion_events
@@ -71,14 +72,21 @@ class OpenAIAnswer:
 
     def body(self, choices: Sequence[ChoiceOutput], usage: Json) -> bytes:
         render = chat_body if self._chat else completion_body
-        return render(self._meta(chunk=False), list(choices), self._generation.top_logprobs, usage)
+        chosen = list(choices)
+        counted = with_reasoning_tokens(usage, chosen)
+        return render(self._meta(chunk=False), chosen, self._generation.top_logprobs, counted)
 
     def events(self, choices: Sequence[ChoiceOutput], usage: UsageSource) -> list[StepEvent]:
         sampling = self._generation.sampling
         frame = ChunkFrame(self._meta(chunk=True), sampling.include_usage)
         render = chat_events if self._chat else completion_events
-        final_usage = usage if sampling.include_usage else None
-        return render(frame, list(choices), self._generation.top_logprobs, final_usage)
+        chosen = list(choices)
+
+        def counted() -> Json:
+            return with_reasoning_tokens(usage(), chosen)
+
+        final_usage = counted if sampling.include_usage else None
+        return render(frame, chosen, self._generation.top_logprobs, final_usage)
 
     def error_event(self, message: str) -> bytes:
         return error_event(message)

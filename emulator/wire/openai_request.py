@@ -9,6 +9,12 @@ of range is a 400 naming it (``validation.py``). Two leniencies of vLLM's are ke
 ``tool`` message needs no ``tool_call_id`` and a content part's ``type`` may be any
 (only a ``text`` part must carry ``text``).
 
+``reasoning_effort`` (``minimal``, ``low``, ``medium``, ``high``) makes the engine reason
+first, as reasoning models served by vLLM do: ``REASONING_TOKENS[effort]`` tokens, at most
+half of ``max_tokens``, which holds reasoning and answer together (the answer takes the
+rest), sent as ``reasoning_content`` and counted in ``completion_tokens`` and
+``completion_tokens_details.reasoning_tokens``.
+
 A chat request offered tools calls one when its last message is the user's, or when
 ``tool_choice`` forces a call (``required``, or a named function); after a tool's result
 (or an assistant's turn) it answers in text, as a model does once it has what it asked for.
@@ -36,6 +42,11 @@ from emulator.request_parsing import (
     message_text,
 )
 from emulator.wire.validation import openai_bad_request, validated
+
+# How long the emulator reasons for each ``reasoning_effort`` (OpenAI publishes no such
+# numbers; a fixed count keeps answers and timings deterministic), before the bound of
+# half of max_tokens.
+REASONING_TOKENS = {"minimal": 0, "low": 256, "medium": 1024, "high": 4096}
 
 
 class _Wire(BaseModel):
@@ -153,6 +164,7 @@ class ChatCompletionRequest(_Sampled):
     tool_choice: Literal["none", "auto", "required"] | NamedToolChoice | None = None
     parallel_tool_calls: bool | None = None
     response_format: ResponseFormat | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
 
 
 NonEmpty = Field(min_length=1)
@@ -187,18 +199,21 @@ def parse_chat(body: dict[str, Any]) -> GenerationRequest:
     prompt = "\n".join(message_text(message) for message in body["messages"])
     max_tokens = request.max_completion_tokens or request.max_tokens or DEFAULT_CHAT_MAX_TOKENS
     schema, json_object = _response_format(request.response_format)
+    reasoning = _reasoning_tokens(request.reasoning_effort, max_tokens)
+    answer_tokens = max_tokens - reasoning
     return GenerationRequest(
         model=request.model,
         prompts=(prompt,),
         prompt_tokens=(estimate_tokens(prompt),),
-        max_tokens=max_tokens,
+        max_tokens=answer_tokens,
         top_logprobs=(request.top_logprobs or 0) if request.logprobs else None,
         tool=_pick_tool(request),
         json_schema=schema,
         json_object=json_object,
         sampling=_sampling(request),
         ignore_eos=bool(request.ignore_eos),
-        min_tokens=_min_tokens(request, max_tokens),
+        min_tokens=min(_min_tokens(request, max_tokens), answer_tokens),
+        thinking_tokens=reasoning,
     )
 
 
@@ -242,6 +257,12 @@ def _sampling(request: _Sampled) -> Sampling:
         stream=stream,
         include_usage=stream and include_usage,
     )
+
+
+def _reasoning_tokens(effort: str | None, max_tokens: int) -> int:
+    """Tokens of reasoning before the answer, within ``max_tokens`` (which, as OpenAI
+    counts it, holds reasoning and answer): ``REASONING_TOKENS[effort]``, at most half."""
+    return min(REASONING_TOKENS[effort], max_tokens // 2) if effort else 0
 
 
 def _min_tokens(request: _Sampled, max_tokens: int) -> int:

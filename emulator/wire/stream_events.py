@@ -42,22 +42,29 @@ def completion_events(
 
 
 def _chat_steps(choice: ChoiceOutput, top_logprobs: int | None) -> list[list[Json]]:
+    """Role first; reasoning (vLLM's ``reasoning_content``) before the answer; a tool
+    call's id and name open it, with the role or, after reasoning, with its arguments."""
     index, call, salt = choice.index, choice.tool_call, choice.logprob_salt
+    opening: Json = {"role": "assistant", "content": ""}
     if call is None:
-        opening: Json = {"role": "assistant", "content": ""}
         steps = [
             [_chunk(index, {"content": piece}, _stream_logprobs(piece, top_logprobs, salt))]
-            for piece in choice.pieces
+            for piece in choice.answer
         ]
     else:
         head = {"index": 0, "id": call.id, "type": "function"}
-        named = {**head, "function": {"name": call.name, "arguments": ""}}
-        opening = {"role": "assistant", "content": None, "tool_calls": [named]}
+        named: Json = {"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]}
         steps = [
             [_chunk(index, {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})]
-            for piece in choice.pieces
+            for piece in choice.answer
         ]
-    return _bracket(steps, _chunk(index, opening), _chunk(index, {}, None, choice.finish_reason))
+        if choice.thinking_pieces:
+            steps = _bracket(steps, _chunk(index, named), None)
+        else:
+            opening = {"role": "assistant", "content": None, **named}
+    reasoning = [[_chunk(index, {"reasoning_content": piece})] for piece in choice.thinking]
+    closing = _chunk(index, {}, None, choice.finish_reason)
+    return _bracket(reasoning + steps, _chunk(index, opening), closing)
 
 
 def _completion_steps(choice: ChoiceOutput, top_logprobs: int | None) -> list[list[Json]]:
@@ -73,13 +80,16 @@ def _completion_steps(choice: ChoiceOutput, top_logprobs: int | None) -> list[li
     return _bracket(steps, None, _text_chunk(index, "", None, choice.finish_reason))
 
 
-def _bracket(steps: list[list[Json]], opening: Json | None, closing: Json) -> list[list[Json]]:
+def _bracket(
+    steps: list[list[Json]], opening: Json | None, closing: Json | None
+) -> list[list[Json]]:
     """Put the opening chunk with the first token and the finish chunk with the last one."""
     if not steps:
         steps = [[]]
     if opening is not None:
         steps[0].insert(0, opening)
-    steps[-1].append(closing)
+    if closing is not None:
+        steps[-1].append(closing)
     return steps
 
 
