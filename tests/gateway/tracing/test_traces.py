@@ -11,7 +11,7 @@ import pytest
 from gateway.tracing.config import TracingConfig
 from gateway.tracing.setup import wanted
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
-from tests.gateway.tracing.otlp_receiver import OtlpReceiver, ReceivedSpan
+from bench.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 CLIENT_SPAN = "b7ad6b7169203331"
