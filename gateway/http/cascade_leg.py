@@ -255,6 +255,8 @@ class CascadeRun:
         exchange.lease = lease
         document = response.document if isinstance(response.document, dict) else None
         usage = usage_from_body(response.body, response.document)
+        if exchange.trace is not None:
+            exchange.trace.read_answer(response.body)
         exchange.answered(
             response.status, usage, partial(collect_body, response.body, document=response.document)
         )

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from bench.otlp_receiver import OtlpReceiver, ReceivedSpan
 from gateway.tracing.config import TracingConfig
 from gateway.tracing.setup import wanted
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
-from bench.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 CLIENT_SPAN = "b7ad6b7169203331"
