@@ -3,6 +3,7 @@
 Usage:
     switchyard bench cpu [--quick] [--rounds N] [--json FILE]     (or: python -m bench.cpu)
     switchyard bench cpu --ingress messages|responses --variants defaults all-off
+    switchyard bench cpu --variants defaults tracing-1.0 tracing-0.01   (tracing's cost)
 
 Issue 16's item 9: with the quality tap, telemetry and probes at their defaults and the
 embedded config's cache-aware profile, CPU per non-streaming request ≤ 400 µs and per SSE
@@ -22,7 +23,8 @@ CPU and wake-ups a second (all threads' run time from /proc/PID/task/*/schedstat
 background timers cost. With `--ingress messages` or `--ingress responses` the clients speak
 Anthropic's Messages or OpenAI's Responses API, which the gateway translates both ways (the
 floors, which only relay, sit those runs out); a chunk is then one of that format's SSE
-events.
+events. `tracing-1.0` and `tracing-0.01` are the defaults with traces on at those sample
+ratios, exported to a real OTLP receiver on loopback (`bench.cpu.tracing`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from typing import Any
 import uvloop
 import yaml
 
+from bench.cpu import tracing
 from bench.cpu.chunk_path import relay_parts
 from bench.cpu.parts import measure
 from bench.cpu.turns import Cell, chunk_us, idle_turn, load_turn
@@ -61,6 +64,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gc-cpython": {"server": {"gc_gen0_threshold": 0, "gc_freeze": False}},
     "aiohttp-client": {"_backend": {"http_client": "aiohttp"}},
     "all-off": {"_simple": True, "quality": {"enabled": False}, "telemetry": TELEMETRY_OFF},
+    **{name: {"_tracing": ratio} for name, ratio in tracing.RATIOS.items()},
 }
 """What each variant changes from the defaults; `defaults` is what a user runs."""
 FLOORS = {"tcp-pipe": "floor_pipe", "asgi-relay": "floor_relay"}
@@ -73,13 +77,17 @@ TARGETS = {"per request": 400.0, "per chunk": 20.0}
 
 
 def gateway_config(
-    engine_ports: dict[str, int], port: int, change: dict[str, Any]
+    engine_ports: dict[str, int], port: int, change: dict[str, Any], traces_to: str = ""
 ) -> dict[str, Any]:
-    """The embedded config's policies and profiles over the bench's two engines."""
+    """The embedded config's policies and profiles over the bench's two engines
+    (`traces_to`: the OTLP receiver a tracing variant exports to)."""
     embedded = yaml.safe_load(EMBEDDED.read_text())
     change = dict(change)
     simple = change.pop("_simple", False)
     backend_change = change.pop("_backend", {})
+    ratio = change.pop("_tracing", None)
+    if ratio is not None:
+        change["tracing"] = tracing.section(ratio, traces_to)
     profiles = list(embedded["profiles"])
     if simple:
         profiles.append({"name": "simple", "plugins": SIMPLE})
@@ -134,6 +142,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     engines = {e.name: start_emulator(e, workdir, CLIENT_CPUS) for e in (INSTANT, PACED)}
     ports = {name: port for name, (_, port) in engines.items()}
     gateways: dict[str, dict[str, tuple[Server, int]]] = {}
+    traced = any(name in tracing.RATIOS for name in args.variants)
+    receiver = await tracing.start_receiver() if traced else None
     try:
         relayed = await (relay_parts(2_000, 200) if args.quick else relay_parts())
         parts = _parts(ports, args.max_tokens) + relayed
@@ -143,15 +153,22 @@ async def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 continue
             port = free_port()
             path = workdir / f"{name}.yaml"
-            path.write_text(yaml.safe_dump(gateway_config(ports, port, VARIANTS[name])))
+            traces_to = receiver.endpoint if receiver is not None else ""
+            config = gateway_config(ports, port, VARIANTS[name], traces_to)
+            path.write_text(yaml.safe_dump(config))
             argv = [str(MAIN_BIN / "switchyard"), "serve", "--config", str(path)]
             argv += ["--port", str(port)]  # the default log level: the access log runs
             server = Server(name, argv, workdir / f"{name}.log", cpus=SERVER_CPUS)
             gateways[name] = {engine: (server, port) for engine in ports}
             _ready_or_stopped(server, f"http://127.0.0.1:{port}/healthz", timeout_s=60)
         idle = await _idle(args, gateways)
-        return await _phases(args, gateways) | {"parts_us": parts, "idle": idle}
+        summary = await _phases(args, gateways) | {"parts_us": parts, "idle": idle}
+        if receiver is not None:
+            summary["tracing"] = await tracing.report(receiver, args.variants, summary["rows"])
+        return summary
     finally:
+        if receiver is not None:  # first: a gateway's last export fails fast as it stops
+            await receiver.stop()
         for server, _ in {s for by_engine in gateways.values() for s in by_engine.values()}:
             server.stop()
         for server, _ in engines.values():
@@ -284,6 +301,8 @@ def render(summary: dict[str, Any]) -> str:
             f"| {row['variant']} | {row['cpu_ms_per_s']:.2f} | {row['wakes_per_s']:.1f} |"
             for row in summary["idle"]
         ]
+    if summary.get("tracing"):
+        lines += tracing.render(summary["tracing"])
     if summary.get("parts_us"):
         lines += ["", "| part, alone in-process | µs per call |", "|---|---:|"]
         lines += [f"| {name} | {us:.1f} |" for name, us in summary["parts_us"]]
@@ -329,6 +348,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if "defaults" not in args.variants:
         args.variants.insert(0, "defaults")
+    if not tracing.installed():
+        asked = [v for v in args.variants if v in tracing.RATIOS]
+        if asked and args.variants is not parser.get_default("variants"):
+            parser.error(f"{', '.join(asked)} need the `tracing` extra installed")
+        args.variants = [v for v in args.variants if v not in tracing.RATIOS]
     if args.ingress != "chat":
         args.variants = [v for v in args.variants if v not in FLOORS]
     return args

@@ -91,7 +91,7 @@ class TierAnswers:
         record = exchange.record
         assert record is not None
         lease, response = await gateway.dispatcher.send(
-            record, plan, upstream.request_for, self.deadline
+            record, plan, upstream.request_for, self.deadline, trace=exchange.trace
         )
         exchange.lease = lease
         response = renamed_response(response, self.cascade.name, served_model(record))
@@ -104,6 +104,8 @@ class TierAnswers:
         collect = partial(kept, collected)
         if not verdict.passed and not note.top_tier:
             exchange.cascade = self._judged(note, verdict, answer, "escalated")
+            if exchange.trace is not None:
+                exchange.trace.read_answer(response.body)
             exchange.escalated(response.status, usage, collect, complete=True)
             raise Escalate(verdict.failures)
         outcome: CascadeOutcome = "passed" if verdict.passed else "failed"
@@ -122,7 +124,12 @@ class TierAnswers:
         record = exchange.record
         assert record is not None
         lease, opened = await gateway.dispatcher.open_stream(
-            record, plan, upstream.request_for, self.deadline, first_token_by=first_token_by
+            record,
+            plan,
+            upstream.request_for,
+            self.deadline,
+            first_token_by=first_token_by,
+            trace=exchange.trace,
         )
         exchange.lease = lease
         stream = HeldStream(opened)
@@ -217,6 +224,8 @@ class TierAnswers:
             done=held.ended,
         )
         error = held.error if isinstance(held.error, ApiError) else None
+        if exchange.trace is not None:  # what the client will not see: as it was held
+            exchange.trace.read_answer(held.data)
         exchange.escalated(200, usage, partial(kept, collected), complete=held.ended, error=error)
 
     def _judge_whole(

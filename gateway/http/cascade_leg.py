@@ -9,6 +9,9 @@ bound passes, judged, then relayed from its first held byte — or, in `commit` 
 held only to its first content token. A tier that fails before answering escalates
 like one whose answer failed. The client sees one answer in its own API format, with
 `x-switchyard-cascade-*` headers saying which tier answered and what was escalated.
+Traced, each attempt (a tier's, the judge's) is a leg of the request's trace: its decision
+and a client span per upstream attempt, tagged with its tier and outcome, under the one
+server span that ends with the client's answer.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from gateway.http.dialect import Dialect, Translation
     from gateway.http.proxy import Gateway
     from gateway.http.wire import RequestHeaders
+    from gateway.tracing.spans import RequestTrace, TraceLeg
 
 _PATH = "/chat/completions"
 
@@ -74,6 +78,7 @@ class CascadeRun:
         self.top = self._top()
         self.current = exchange
         """The exchange of the attempt under way."""
+        self.trace: RequestTrace | None = exchange.trace.request if exchange.trace else None
         self.answers = TierAnswers(
             gateway, cascade, translation, self.request, self.kind, self._ask_judge
         )
@@ -95,14 +100,29 @@ class CascadeRun:
             self._abandoned(500, "internal_error")
             raise
 
+    def _leg(self, tier: int, judge: bool = False) -> TraceLeg | None:
+        """An attempt's part of the request's trace, tagged with its tier."""
+        if self.trace is None:
+            return None
+        tags: dict[str, str | int] = {
+            "switchyard.cascade.name": self.cascade.name,
+            "switchyard.cascade.tier": tier,
+            "switchyard.cascade.tier_route": self.cascade.tiers[tier],
+        }
+        return self.trace.leg(tags | {"switchyard.cascade.judge": True} if judge else tags)
+
     def _abandoned(self, status: int, code: str) -> None:
         """The attempt under way ends without an answer for the client: not a pass."""
         exchange = self.current
         if exchange.finished or exchange.record is None:
+            if self.trace is not None:  # between attempts: the request's span ends here
+                self.trace.finish(status, code)
             return
         if exchange.cascade is not None and exchange.cascade.outcome != "judge":
             exchange.cascade = replace(exchange.cascade, outcome="abandoned")
         exchange.failed(status, code)
+        if self.trace is not None:  # a judge's leg does not end it
+            self.trace.finish(status, code)
 
     async def _tiers(self, dialect: Dialect, standing: Standing | None) -> Response:
         cascade = self.cascade
@@ -112,6 +132,7 @@ class CascadeRun:
             if self.attempts:
                 self.current = self._next_exchange()
             exchange = self.current
+            exchange.trace = self._leg(tier)
             self.attempts += 1
             note = CascadeNote(
                 cascade=cascade.name,
@@ -174,6 +195,8 @@ class CascadeRun:
     def refuse(self, exchange: Exchange, dialect: Dialect, exc: SwitchyardError) -> Response:
         """Refused before its dispatch (a key that may not use a tier, a limit, a budget)."""
         self._end_refused(exchange, exc, self.cascade.name)
+        if self.trace is not None:  # refused before its decision: no exchange ended it
+            self.trace.finish(exc.status, exc.code or exc.type)
         return dialect.error_response(exc, rejection_headers(exc))
 
     def _end_refused(self, exchange: Exchange, exc: SwitchyardError, route: str) -> None:
@@ -209,13 +232,16 @@ class CascadeRun:
         record = DecisionRecord(leg.decision, leg.work, placement=leg.placement)
         exchange.record, exchange.route = record, route.name
         gateway.ring.add(record)
+        exchange.trace = self._leg(judged.tier, judge=True)
+        if exchange.trace is not None:
+            exchange.trace.decided(record)
         exchange.cascade = replace(judged, tier_route=route.name, outcome="judge", failures=())
         upstream = UpstreamBodies(_PATH, raw, body, head.model, False)
         dispatcher = gateway.dispatcher
         try:
             async with asyncio.timeout(judge.timeout_s):
                 lease, response = await dispatcher.send(
-                    record, plan, upstream.request_for, self.answers.deadline
+                    record, plan, upstream.request_for, self.answers.deadline, trace=exchange.trace
                 )
         except SwitchyardError as exc:
             exchange.failed(exc.status, exc.code)
@@ -229,6 +255,8 @@ class CascadeRun:
         exchange.lease = lease
         document = response.document if isinstance(response.document, dict) else None
         usage = usage_from_body(response.body, response.document)
+        if exchange.trace is not None:
+            exchange.trace.read_answer(response.body)
         exchange.answered(
             response.status, usage, partial(collect_body, response.body, document=response.document)
         )
@@ -261,6 +289,8 @@ class CascadeRun:
         )
         exchange.record = record
         gateway.ring.add(record)
+        if exchange.trace is not None:
+            exchange.trace.decided(record)
         self.request_id = self.request_id or record.decision.id
         note = replace(note, request_id=self.request_id)
         exchange.cascade = note

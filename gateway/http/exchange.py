@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from gateway.routing.lease import Lease
     from gateway.telemetry.pipe import TelemetryPipe
     from gateway.tenancy.caller import Caller
-    from gateway.tracing.spans import RequestTrace
+    from gateway.tracing.spans import TraceLeg
     from policies.snapshot import Endpoint
     from providers.errors import ApiError
     from providers.usage import Usage
@@ -79,8 +79,8 @@ class Exchange:
     decode_from: float | None = None
     """When the backend's first chunk came, where the client got it later (a cascade held
     the stream): the backend's decode time counts from here."""
-    trace: RequestTrace | None = None
-    """The request's spans; None when tracing is off (or this request is not sampled)."""
+    trace: TraceLeg | None = None
+    """This exchange's part of the request's trace; None when tracing is off."""
 
     def answered(self, status: int, usage: Usage | None, collect: Collect) -> None:
         """A whole (non-streaming) response came back from the lease's backend."""
@@ -183,7 +183,9 @@ class Exchange:
         record.status, record.served_by = status, served_by
         if self.trace is not None:
             served = record.served_attempt if served_by is not None else None
-            self.trace.finish(status, error, usage, served.model if served is not None else None)
+            model = served.model if served is not None else None
+            outcome = self.cascade.outcome if self.cascade is not None else None
+            self.trace.finish(status, error, usage, model, outcome)
         elapsed = time.monotonic() - self.started
         self.pipe.emit(
             RequestRecord(

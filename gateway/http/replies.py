@@ -47,6 +47,8 @@ def deliver_answer(
     # Shaped first: an answer the dialect cannot read fails the exchange instead.
     reply = translation.respond(response, headers, record.work.prompt_tokens)
     usage = usage_from_body(response.body, response.document)
+    if exchange.trace is not None:
+        exchange.trace.read_answer(response.body)
     if collect is None:
         collect = partial(collect_body, response.body, document=response.document)
     exchange.answered(response.status, usage, collect)
@@ -80,6 +82,8 @@ def relay_answer(
     keep = exchange.quality is not None or tapped
     outcome = StreamOutcome(StreamCollector() if keep else None)
     exchange.relayed = outcome
+    if exchange.trace is not None:
+        outcome.finish_tap = exchange.trace.stream_tap()
     rename = stream_renamer(stream.content_type, public, served)
     state = RelayState(deadline, outcome, stream.content_type, rename=rename)
     tokens = record.work.prompt_tokens

@@ -138,7 +138,7 @@ async def start_gateway(config: Config) -> Gateway:
             quality=QualityRecorder(book, config.quality.thresholds) if book is not None else None,
         )
         _gate_probes(gateway)
-        gateway.tracing = start_tracing(config.tracing)
+        gateway.tracing = start_tracing(config.tracing, gateway.telemetry.prices.cost_usd)
         if gateway.tracing is not None:
             stack.push_async_callback(gateway.tracing.shutdown)
         account_spend(gateway.telemetry, gateway.tenancy.budgets, config)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gateway.telemetry.record import usage_cost_usd
+
 if TYPE_CHECKING:
     from policies.prices import PriceBook, Prices
+    from providers.usage import Usage
 
 
 class LivePrices:
@@ -27,3 +30,7 @@ class LivePrices:
 
     def lookup(self, backend: str | None, model: str) -> Prices | None:
         return self.book.lookup(backend, model)
+
+    def cost_usd(self, backend: str, model: str, usage: Usage) -> float:
+        """What an answer cost, as its record is charged (a trace's spans say it)."""
+        return usage_cost_usd(self.book.lookup(backend, model), usage)

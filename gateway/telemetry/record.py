@@ -152,19 +152,27 @@ class RequestRecord:
         priced = self._priced
         if priced is not None and priced[0] is pricing:
             return priced[1]
-        written, long = usage.cache_write_tokens or 0, usage.cache_write_1h_tokens or 0
-        cost = pricing.cost_of(
-            TokenUse(
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cached_tokens=usage.cached_tokens or 0,
-                cache_write_tokens=max(0, written - long),
-                cache_write_1h_tokens=min(long, written) if written else long,
-                reasoning_tokens=usage.reasoning_tokens or 0,
-            )
-        )
+        cost = usage_cost_usd(pricing, usage)
         self._priced = (pricing, cost)
         return cost
+
+
+def usage_cost_usd(pricing: Prices | None, usage: Usage) -> float:
+    """What an answer's usage cost at `pricing` (0 without prices): the tier of its
+    prompt, cached reads, cache writes (5-minute and 1-hour), reasoning and the fee."""
+    if pricing is None:
+        return 0.0
+    written, long = usage.cache_write_tokens or 0, usage.cache_write_1h_tokens or 0
+    return pricing.cost_of(
+        TokenUse(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            cached_tokens=usage.cached_tokens or 0,
+            cache_write_tokens=max(0, written - long),
+            cache_write_1h_tokens=min(long, written) if written else long,
+            reasoning_tokens=usage.reasoning_tokens or 0,
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from gateway.errors import InvalidConfig
 
 if TYPE_CHECKING:
     from gateway.tracing.config import TracingConfig
-    from gateway.tracing.spans import Tracing
+    from gateway.tracing.spans import Cost, Tracing
 
 logger = logging.getLogger("switchyard")
 
@@ -41,8 +41,9 @@ def wanted(config: TracingConfig, environ: dict[str, str] | None = None) -> bool
     return True
 
 
-def start_tracing(config: TracingConfig) -> Tracing | None:
-    """The gateway's tracing when it is on, else None (and nothing imported)."""
+def start_tracing(config: TracingConfig, cost: Cost | None = None) -> Tracing | None:
+    """The gateway's tracing when it is on, else None (and nothing imported); `cost`
+    prices an answer for its spans (`switchyard.cost_usd`)."""
     if not wanted(config):
         return None
     if not _installed():
@@ -62,7 +63,7 @@ def start_tracing(config: TracingConfig) -> Tracing | None:
     provider = TracerProvider(sampler=sampler, resource=Resource.create({"service.name": name}))
     exporter = OTLPSpanExporter(endpoint=config.endpoint, headers=_headers(config.headers_env))
     provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=config.max_queue_spans))
-    return Tracing(provider)
+    return Tracing(provider, cost)
 
 
 def _headers(variable: str | None) -> dict[str, str] | None:

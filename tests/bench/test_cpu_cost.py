@@ -26,20 +26,26 @@ def test_config_variants_change_only_their_part() -> None:
     gc = cpu_cost.gateway_config(ports, 9, cpu_cost.VARIANTS["gc-cpython"])
     assert gc["server"] == {"host": "127.0.0.1", "port": 9, "gc_gen0_threshold": 0,
                             "gc_freeze": False}  # fmt: skip
+    traced = cpu_cost.gateway_config(ports, 9, cpu_cost.VARIANTS["tracing-0.01"], "http://r/t")
+    assert traced["tracing"]["sample_ratio"] == 0.01
+    assert traced["tracing"]["endpoint"] == "http://r/t"
+    assert "tracing" not in defaults
 
 
 @pytest.mark.timeout(240)
 def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
     out = tmp_path / "cpu.json"
     argv = ["--quick", "--rounds", "1", "--scale", "0.5", "--concurrency", "1", "4"]
-    argv += ["--variants", "defaults", "all-off", "tcp-pipe", "--json", str(out)]
+    argv += ["--variants", "defaults", "all-off", "tcp-pipe", "tracing-1.0", "tracing-0.01"]
+    argv += ["--json", str(out)]
     assert cpu_cost.main(argv) == 0
     summary = json.loads(out.read_text())
     rows = summary["rows"]
     phases = {row["phase"] for row in rows}
     expected = {"non-stream c=1", "non-stream c=4", "stream c=1", "stream c=4", "stream-burst c=1"}
     assert phases == expected
-    assert {row["variant"] for row in rows} == {"defaults", "all-off", "tcp-pipe"}
+    variants = {"defaults", "all-off", "tcp-pipe", "tracing-1.0", "tracing-0.01"}
+    assert {row["variant"] for row in rows} == variants
     assert all(row["requests"] > 0 and row["errors"] == 0 for row in rows)
     assert all("cpu_us_per_chunk" in row for row in rows if row["phase"].startswith("stream"))
     names = [name for name, _ in summary["parts_us"]]
@@ -47,9 +53,15 @@ def test_short_run_reports_every_phase_and_part(tmp_path: Path) -> None:
     assert "relay one SSE chunk, spliced (caches swept first)" in names
     assert all(us > 0 for _, us in summary["parts_us"])
     idle = {row["variant"]: row for row in summary["idle"]}
-    assert set(idle) == {"defaults", "all-off", "tcp-pipe"}
+    assert set(idle) == variants
     assert all(row["cpu_ms_per_s"] >= 0 and row["wakes_per_s"] >= 0 for row in idle.values())
     assert idle["defaults"]["wakes_per_s"] > 0  # its once-a-second beat at least
+    # Every span of the fully sampled variant reached the receiver (warm-ups add a few);
+    # at 0.01 no more than a few did.
+    exported = {row["variant"]: row for row in summary["tracing"]["variants"]}
+    full, sampled = exported["tracing-1.0"], exported["tracing-0.01"]
+    assert full["spans_received"] >= full["spans_if_all_sampled"] > 0
+    assert sampled["spans_received"] < full["spans_received"] / 10
 
 
 @pytest.mark.timeout(240)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from gateway.http.model_rename import StreamRenamer
     from gateway.quality.signals.collect import StreamCollector
+    from gateway.tracing.finish_reasons import FinishReasonTap
     from providers.base import UpstreamStream
 
 _DONE = b"data: [DONE]"
@@ -50,6 +51,7 @@ class StreamOutcome:
         "collector",
         "error",
         "error_event",
+        "finish_tap",
         "first_chunk_at",
         "last_chunk_at",
         "status",
@@ -69,6 +71,8 @@ class StreamOutcome:
         self.collector = collector
         """Keeps the stream's bytes (bounded) for the quality signals, parsed at the end;
         read after `settle()`."""
+        self.finish_tap: FinishReasonTap | None = None
+        """Reads the finish reasons for a sampled trace (`gateway.tracing`)."""
         self._held: list[bytes] = []
         self._held_bytes = 0
         self._tail = b""
@@ -92,6 +96,8 @@ class StreamOutcome:
         self.tap.feed(data)
         if self.collector is not None:
             self.collector.feed(data)
+        if self.finish_tap is not None:
+            self.finish_tap.feed(data)
         if not self.error_event:
             self.error_event = _ERROR_EVENT in data or _ERROR_EVENT in (
                 self._tail[-len(_ERROR_EVENT) :] + data[: len(_ERROR_EVENT)]  # across batches

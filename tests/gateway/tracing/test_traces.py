@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from bench.otlp_receiver import OtlpReceiver, ReceivedSpan
 from gateway.tracing.config import TracingConfig
 from gateway.tracing.setup import wanted
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, make_config
-from tests.gateway.tracing.otlp_receiver import OtlpReceiver, ReceivedSpan
 
 CLIENT_TRACE = "0af7651916cd43dd8448eb211c80319c"
 CLIENT_SPAN = "b7ad6b7169203331"
@@ -27,11 +27,22 @@ async def receiver() -> AsyncIterator[OtlpReceiver]:
     await found.stop()
 
 
+PRICING = {"input_usd_per_mtok": 3.0, "output_usd_per_mtok": 15.0}
+
+
+def traced_config(receiver: OtlpReceiver, backends: dict[str, str]) -> dict[str, Any]:
+    """Backends priced, so that each answer's span says what it cost."""
+    tracing = {"enabled": True, "endpoint": receiver.endpoint, "service_name": "sy-test"}
+    config = make_config(backends, tracing=tracing)
+    for backend in config["backends"]:
+        backend["pricing"] = PRICING
+    return config
+
+
 async def traced(
     start_gateway: StartGateway, receiver: OtlpReceiver, backends: dict[str, str]
 ) -> RunningGateway:
-    tracing = {"enabled": True, "endpoint": receiver.endpoint, "service_name": "sy-test"}
-    return await start_gateway(make_config(backends, tracing=tracing))
+    return await start_gateway(traced_config(receiver, backends))
 
 
 async def exported(gw: RunningGateway, receiver: OtlpReceiver) -> dict[str, list[ReceivedSpan]]:
@@ -62,6 +73,15 @@ def one_request(spans: dict[str, list[ReceivedSpan]]) -> tuple[ReceivedSpan, Rec
 def children(server: ReceivedSpan, clients: list[ReceivedSpan]) -> list[ReceivedSpan]:
     assert all((c.trace_id, c.parent_id) == (server.trace_id, server.span_id) for c in clients)
     return sorted(clients, key=lambda c: c.start_ns)
+
+
+def priced(span: ReceivedSpan) -> float:
+    """What the span's usage costs at `PRICING` (nothing cached: the emulator's first turn)."""
+    attributes = span.attributes
+    tokens = attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"]
+    return (
+        tokens[0] * PRICING["input_usd_per_mtok"] + tokens[1] * PRICING["output_usd_per_mtok"]
+    ) / 1e6
 
 
 async def test_a_streamed_request_is_a_child_of_the_clients_traceparent(
@@ -95,10 +115,16 @@ async def test_a_streamed_request_is_a_child_of_the_clients_traceparent(
     assert attributes["gen_ai.usage.output_tokens"] == 5
     assert attributes["gen_ai.usage.input_tokens"] > 0
     assert "gen_ai.usage.cache_read.input_tokens" in attributes
+    assert attributes["switchyard.cache_hit"] is False
     assert attributes["switchyard.backend"] == "a"
     assert attributes["switchyard.outcome"] == "ok"
+    # The stream's finish, read as it was relayed; its cost, as its record is charged.
+    assert attributes["gen_ai.response.finish_reasons"] == ["length"]
+    assert attributes["switchyard.cost_usd"] == pytest.approx(priced(client))
     assert server.attributes["http.response.status_code"] == 200
     assert server.attributes["gen_ai.usage.output_tokens"] == 5
+    assert server.attributes["gen_ai.response.finish_reasons"] == ["length"]
+    assert server.attributes["switchyard.cost_usd"] == attributes["switchyard.cost_usd"]
 
 
 async def test_a_retried_request_has_a_client_span_per_attempt(
@@ -119,7 +145,11 @@ async def test_a_retried_request_has_a_client_span_per_attempt(
     assert failed.attributes["switchyard.outcome"] == "upstream_500"
     assert served.attributes["switchyard.backend"] == "b" and not served.error
     assert served.attributes["gen_ai.usage.output_tokens"] == 3
+    assert served.attributes["gen_ai.response.finish_reasons"] == ["length"]
+    assert "switchyard.cost_usd" not in failed.attributes  # it answered nothing
+    assert served.attributes["switchyard.cost_usd"] == pytest.approx(priced(served))
     assert not server.error
+    assert server.attributes["switchyard.cost_usd"] == served.attributes["switchyard.cost_usd"]
 
 
 @pytest.mark.parametrize("status", [500, 400])
@@ -144,6 +174,8 @@ async def test_a_failed_request_sets_the_error_status_and_sends_traceparent_upst
     assert server.attributes["error.type"] == f"upstream_{status}"
     attempts = children(server, spans["client"])
     assert attempts and all(a.error for a in attempts)
+    assert all((a.trace_id, a.parent_id) == (CLIENT_TRACE, server.span_id) for a in attempts)
+    assert "switchyard.cost_usd" not in server.attributes  # no answer: nothing charged
     if status == 400:
         # The engine was sent the CLIENT span's context, not the client's own.
         sent = f"traceparent: 00-{CLIENT_TRACE}-{attempts[0].span_id}-01"

@@ -1,10 +1,13 @@
 """A real OTLP/HTTP traces receiver on loopback: accepts `POST /v1/traces`, decodes the
-protobuf `ExportTraceServiceRequest` (opentelemetry-proto) and keeps every span."""
+protobuf `ExportTraceServiceRequest` (opentelemetry-proto) and counts every span by its
+service, keeping them when asked (the tracing tests read them; `switchyard bench cpu`'s
+tracing variants only count what their gateways exported)."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,13 +41,18 @@ class ReceivedSpan:
 
 def _value(value: AnyValue) -> Any:
     which = value.WhichOneof("value")
+    if which == "array_value":
+        return [_value(item) for item in value.array_value.values]
     return getattr(value, which) if which is not None else None
 
 
 @dataclass
 class OtlpReceiver:
+    keep: bool = True
+    """Keep each span decoded (`spans`); else only count them (`by_service`)."""
     spans: list[ReceivedSpan] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
+    by_service: Counter[str] = field(default_factory=Counter)
     _server: asyncio.Server | None = None
     port: int = 0
 
@@ -91,19 +99,23 @@ class OtlpReceiver:
         request = ExportTraceServiceRequest.FromString(body)
         for resource_spans in request.resource_spans:
             resource = {a.key: _value(a.value) for a in resource_spans.resource.attributes}
+            service = str(resource.get("service.name"))
             for scope_spans in resource_spans.scope_spans:
-                for span in scope_spans.spans:
-                    self.spans.append(
-                        ReceivedSpan(
-                            name=span.name,
-                            kind=KINDS.get(span.kind, str(span.kind)),
-                            trace_id=span.trace_id.hex(),
-                            span_id=span.span_id.hex(),
-                            parent_id=span.parent_span_id.hex(),
-                            attributes={a.key: _value(a.value) for a in span.attributes},
-                            error=span.status.code == span.status.STATUS_CODE_ERROR,
-                            service=str(resource.get("service.name")),
-                            start_ns=span.start_time_unix_nano,
-                            end_ns=span.end_time_unix_nano,
-                        )
-                    )
+                self.by_service[service] += len(scope_spans.spans)
+                if self.keep:
+                    self.spans += [_received(span, service) for span in scope_spans.spans]
+
+
+def _received(span: Span, service: str) -> ReceivedSpan:
+    return ReceivedSpan(
+        name=span.name,
+        kind=KINDS.get(span.kind, str(span.kind)),
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_id=span.parent_span_id.hex(),
+        attributes={a.key: _value(a.value) for a in span.attributes},
+        error=span.status.code == span.status.STATUS_CODE_ERROR,
+        service=service,
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+    )
