@@ -44,7 +44,11 @@ def renamed_response(
         return response
     native = response.native_body
     if native is not None:
-        native = renamed_body(native, public)
+        # A Messages answer's tool_use `input` is a JSON object, whose own "model" key the
+        # first-field regex could reach before the top level's: renamed parsed.
+        document = orjson.loads(native)
+        if isinstance(document, dict) and "model" in document:
+            native = orjson.dumps({**document, "model": public})
     return replace(response, body=renamed_body(response.body, public), native_body=native)
 
 

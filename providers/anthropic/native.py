@@ -55,10 +55,24 @@ def _ends(document: MessagesRequest) -> list[Any]:
         if isinstance(content, str):
             turn["content"] = content = [{"type": "text", "text": content}]
         if turn["role"] == "assistant":
-            ends.append(content[-1] if content else None)
+            # Never a thinking block: Anthropic refuses cache_control on one.
+            ends.append(
+                next((b for b in reversed(content) if b.get("type") not in _THINKING), None)
+            )
             continue
+        results = [block for block in content if block.get("type") == "tool_result"]
         rest = [block for block in content if block.get("type") != "tool_result"]
-        ends.extend(block for block in content if block.get("type") == "tool_result")
-        if rest or len(rest) == len(content):
-            ends.append(rest[-1] if rest else None)
+        ends.extend(results)
+        # The edge's user message holds the rest and the tool results' images.
+        imaged = [block for block in results if _has_image(block)]
+        if rest or imaged or not results:
+            ends.append(rest[-1] if rest else imaged[-1] if imaged else None)
     return ends
+
+
+_THINKING = ("thinking", "redacted_thinking")
+
+
+def _has_image(result: Any) -> bool:
+    inner = result.get("content")
+    return isinstance(inner, list) and any(part.get("type") == "image" for part in inner)

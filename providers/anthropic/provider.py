@@ -102,6 +102,8 @@ class AnthropicProvider:
             http_client=http_client,
             error_from_status=300,
             provider_url=DEFAULT_BASE_URL,
+            # A client of Anthropic's own API may ask for its version (`NativeRequest`).
+            overridable=frozenset({"anthropic-version"}),
         )
 
     def __repr__(self) -> str:

@@ -69,16 +69,16 @@ class H1Pool:
         long); the answer's body is read from the response. `extra`: this request's own
         headers, after the pool's."""
         address, head = self._target(url)
-        length = b"content-length: %d\r\n\r\n" % len(body)
-        if extra:
-            length = b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in extra.items()) + length
+        length = _lines(extra) + b"content-length: %d\r\n\r\n" % len(body)
         request = (b"POST", head, length, body)
         return await self._exchange(address, request, connect_s)
 
-    async def get(self, url: str, connect_s: float) -> H1Response:
+    async def get(
+        self, url: str, connect_s: float, extra: Mapping[str, str] | None = None
+    ) -> H1Response:
         """Send a GET (a health probe's) and wait for the answer's status and headers."""
         address, head = self._target(url)
-        return await self._exchange(address, (b"GET", head, b"\r\n"), connect_s)
+        return await self._exchange(address, (b"GET", head, _lines(extra) + b"\r\n"), connect_s)
 
     async def _exchange(
         self, address: tuple[str, int], request: tuple[bytes, ...], connect_s: float
@@ -175,3 +175,10 @@ def _basic_auth(username: str | None, password: str | None, has_auth: bool) -> b
         return b""
     pair = f"{unquote(username)}:{unquote(password or '')}".encode("latin-1")
     return b"authorization: Basic " + base64.b64encode(pair) + b"\r\n"
+
+
+def _lines(headers: Mapping[str, str] | None) -> bytes:
+    """`headers` as header lines; nothing for none."""
+    if not headers:
+        return b""
+    return b"".join(f"{k}: {v}\r\n".encode("latin-1") for k, v in headers.items())

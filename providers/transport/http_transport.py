@@ -96,11 +96,17 @@ class HttpTransport:
         error_from_status: int = 400,
         http_client: HttpClient = "lean",
         provider_url: str | None = None,
+        overridable: frozenset[str] = frozenset(),
     ) -> None:
+        """`overridable`: names of `headers` that a request's own headers may replace (a
+        client's `anthropic-version`); every other one of `headers` wins over them."""
         self.name = name
         self._provider_url = provider_url
         self._errors = UpstreamErrors(name)
         self._headers = dict(headers)
+        self._defaults = {k: v for k, v in headers.items() if k.lower() in overridable}
+        self._fixed = {k: v for k, v in headers.items() if k.lower() not in overridable}
+        self._fixed_names = frozenset(name.lower() for name in self._fixed)
         self._status_error = status_error
         self._secret = secret
         self._max_connections = max_connections
@@ -108,9 +114,7 @@ class HttpTransport:
         self._error_from_status = error_from_status
         self._session: aiohttp.ClientSession | None = None
         self._h1 = (
-            H1Pool(
-                self._headers, max_connections=max_connections, idle_keepalive_s=idle_keepalive_s
-            )
+            H1Pool(self._fixed, max_connections=max_connections, idle_keepalive_s=idle_keepalive_s)
             if http_client == "lean"
             else None
         )
@@ -190,7 +194,7 @@ class HttpTransport:
             with self.map_upstream_errors():
                 async with asyncio.timeout(timeout_s):
                     for _ in range(_MAX_REDIRECTS + 1):
-                        response = await self._h1.get(url, timeout_s)
+                        response = await self._h1.get(url, timeout_s, self._defaults)
                         response.close()  # only the status and the location matter
                         location = response.headers.get("location")
                         if not (follow and response.status in _REDIRECTS and location):
@@ -234,17 +238,26 @@ class HttpTransport:
         # No socket read timeout: aiohttp would re-arm a timer on every read. The first
         # byte is bounded by the caller, the gaps after it by the stream's watchdog.
         body, extra = sent
+        own = self._own_headers(extra)
         if self._h1 is not None and url.startswith("http://"):
-            return await self._h1.post(url, body, deadlines.connect_s, extra)
+            return await self._h1.post(url, body, deadlines.connect_s, own)
         import aiohttp
 
         return await self.session.post(
             url,
             data=body,
-            headers={**extra, **self._headers} if extra else self._headers,
+            headers={**own, **self._fixed} if own else self._headers,
             timeout=aiohttp.ClientTimeout(sock_connect=deadlines.connect_s),
             allow_redirects=False,
         )
+
+    def _own_headers(self, extra: Mapping[str, str] | None) -> dict[str, str]:
+        """A request's headers on top of the overridable defaults, less any the adapter
+        fixes (its credentials among them: never replaced, never sent twice)."""
+        if not extra:
+            return self._defaults
+        merged = {**self._defaults, **extra}
+        return {k: v for k, v in merged.items() if k.lower() not in self._fixed_names}
 
     async def _raise_for_status(self, response: RawResponse, url: str) -> None:
         status = response.status

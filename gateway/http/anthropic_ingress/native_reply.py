@@ -38,10 +38,14 @@ PASSED_HEADERS = ("anthropic-version", "anthropic-beta")
 
 def native_request(
     request: MessagesRequest, raw: bytes, headers: Mapping[str, str] | None, *, marked: bool
-) -> NativeRequest:
-    """`raw` for a backend of Anthropic's API; `marked`: it carries `cache_control`."""
+) -> NativeRequest | None:
+    """`raw` for a backend of Anthropic's API; `marked`: it carries `cache_control`. None
+    when an assistant turn holds nothing but unsigned thinking: without it the turn would
+    be empty, which the API refuses, so the request goes translated (as to any backend)."""
     passed = {name: value for name in PASSED_HEADERS if (value := (headers or {}).get(name))}
     if any(_unsigned(block) for block in _assistant_blocks(request)):
+        if any(_all_unsigned(message) for message in request.messages):
+            return None
         raw = _without_unsigned(raw)
     return NativeRequest(ANTHROPIC_MESSAGES, raw, passed, marked)
 
@@ -77,15 +81,20 @@ async def relay_native(
     """The backend's own events, written as the relay pulls the chunks translated from
     them (which feed usage, quality and the relay's bounds); a stream that fails ends with
     the gateway's `error` event after the events that came before the failure."""
-    async for _chunk in chunks:
-        events = native.events.take()
-        if events:
-            yield _written(events, native.model)
-    out = _written(native.events.take(), native.model)
-    if outcome.error is not None:
-        out += error_event(outcome.error)
-    if out:
-        yield out
+    try:
+        async for _chunk in chunks:
+            events = native.events.take()
+            if events:
+                yield _written(events, native.model)
+        out = _written(native.events.take(), native.model)
+        if outcome.error is not None:
+            out += error_event(outcome.error)
+        if out:
+            yield out
+    finally:  # the relay under it ends (its stream closed) before the client's stream does
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 def _written(events: list[tuple[str, bytes]], model: str | None) -> bytes:
@@ -93,6 +102,8 @@ def _written(events: list[tuple[str, bytes]], model: str | None) -> bytes:
     for name, data in events:
         if model is not None and name == "message_start":
             data = renamed_body(data, model)
+        # A data field the backend split over lines stays one field of several lines.
+        data = data.replace(b"\n", b"\ndata: ")
         parts += (b"event: ", name.encode(), b"\ndata: ", data, b"\n\n")
     return b"".join(parts)
 
@@ -104,6 +115,12 @@ def _assistant_blocks(request: MessagesRequest) -> list[Any]:
         if isinstance(message, AssistantMessage) and not isinstance(message.content, str)
         for block in message.content
     ]
+
+
+def _all_unsigned(message: object) -> bool:
+    if not isinstance(message, AssistantMessage) or isinstance(message.content, str):
+        return False
+    return bool(message.content) and all(_unsigned(block) for block in message.content)
 
 
 def _unsigned(block: object) -> bool:

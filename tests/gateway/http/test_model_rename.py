@@ -108,3 +108,35 @@ def test_nothing_changes_when_the_backend_was_asked_for_the_public_name() -> Non
     assert isinstance(
         stream_renamer("text/event-stream; charset=utf-8", "pub", "up"), StreamRenamer
     )
+
+
+def test_the_rename_never_touches_a_tool_inputs_model_key() -> None:
+    from gateway.http.model_rename import renamed_response
+    from providers.base import UpstreamResponse
+
+    # A valid Messages answer whose keys come in another order (a Go or sorted-keys
+    # Anthropic-compatible proxy): tool_use input is a JSON object, not a string, here.
+    native_answer = orjson.dumps(
+        {
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t",
+                    "name": "switch_model",
+                    "input": {"model": "gpt-4o"},
+                }
+            ],
+            "id": "msg_1",
+            "model": "claude-backend-id",
+            "role": "assistant",
+            "stop_reason": "tool_use",
+            "type": "message",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    )
+    response = UpstreamResponse(
+        200, "application/json", b'{"model":"claude-backend-id"}', None, native_body=native_answer
+    )
+    renamed = orjson.loads(renamed_response(response, "default", "claude-backend-id").native_body)
+    assert renamed["content"][0]["input"] == {"model": "gpt-4o"}, renamed
+    assert renamed["model"] == "default"

@@ -11,6 +11,8 @@ import pytest
 from emulator.loopback import LoopbackServer
 from gateway.config.root import parse_config
 from gateway.errors import ConfigError
+from gateway.routing.drop_params import without_params
+from providers.base import ANTHROPIC_MESSAGES, NativeRequest, UpstreamRequest
 from tests.conftest import StartGateway, make_config
 from tests.gateway.http.test_api import CaptureBackend
 
@@ -54,3 +56,34 @@ def test_the_fields_a_request_needs_cannot_be_dropped(field: str) -> None:
     assert any(p.startswith("backends.0.drop_params") for p in caught.value.problems), (
         caught.value.problems
     )
+
+
+def test_drop_params_reach_the_native_body_too() -> None:
+    """A client's own Messages request loses the same fields, by its API's names."""
+    doc = {
+        "model": "m",
+        "max_tokens": 8,
+        "top_p": 0.9,
+        "stop_sequences": ["END"],
+        "temperature": 0.5,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    chat = {
+        "model": "m",
+        "max_tokens": 8,
+        "top_p": 0.9,
+        "stop": ["END"],
+        "temperature": 0.5,
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    request = UpstreamRequest(
+        "/chat/completions",
+        orjson.dumps(chat),
+        False,
+        native=NativeRequest(ANTHROPIC_MESSAGES, orjson.dumps(doc), {}, False),
+    )
+    dropped = without_params(request, frozenset({"top_p", "stop"}))
+    assert orjson.loads(dropped.body).keys() == {"model", "max_tokens", "temperature", "messages"}
+    assert dropped.native is not None
+    sent = orjson.loads(dropped.native.body)
+    assert sent.keys() == {"model", "max_tokens", "temperature", "messages"}

@@ -114,3 +114,55 @@ def test_a_backends_error_event_is_not_kept() -> None:
     with pytest.raises(UpstreamStatusError):
         stream.feed(sse(OVERLOADED)[0])
     assert [name for name, _ in events.take()] == ["message_start"]
+
+
+IMAGE = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO"}}
+USE = {"type": "tool_use", "id": "toolu_1", "name": "shot", "input": {}}
+RESULT_WITH_IMAGE = {
+    "type": "tool_result",
+    "tool_use_id": "toolu_1",
+    "content": [{"type": "text", "text": "screenshot"}, IMAGE],
+}
+SCREENSHOT_TURN: dict[str, Any] = {
+    "model": "m",
+    "max_tokens": 8,
+    "messages": [
+        {"role": "user", "content": "Take a screenshot."},
+        {"role": "assistant", "content": [USE]},
+        {"role": "user", "content": [RESULT_WITH_IMAGE]},
+        {"role": "assistant", "content": "I see it."},
+        {"role": "user", "content": "Now what?"},
+    ],
+}
+
+
+def test_ends_match_edge_messages_with_image_in_tool_result() -> None:
+    made = to_chat_messages(parse_messages_request(orjson.dumps(SCREENSHOT_TURN)))
+    # user, assistant, tool, user(images), assistant, user = 6
+    assert len(_ends(orjson.loads(orjson.dumps(SCREENSHOT_TURN)))) == len(made)
+
+
+def test_host_breakpoint_after_assistant_lands_on_that_assistant() -> None:
+    # OpenAI messages: 0 user, 1 assistant, 2 tool, 3 user (the image), 4 assistant, 5 user.
+    sent = orjson.loads(native_body(native(SCREENSHOT_TURN), CacheBreakpoints((4,))))
+    assert "cache_control" in sent["messages"][3]["content"][-1], sent["messages"]
+
+
+THINKING_ONLY: dict[str, Any] = {
+    "model": "m",
+    "max_tokens": 8,
+    "messages": [
+        {"role": "user", "content": "Think."},
+        # an answer cut by max_tokens while thinking: only its thinking block
+        {"role": "assistant", "content": [THINKING]},
+        {"role": "user", "content": "Go on."},
+    ],
+}
+
+
+def test_host_breakpoint_never_marks_a_thinking_block() -> None:
+    sent = orjson.loads(native_body(native(THINKING_ONLY), CacheBreakpoints((1,))))
+    for turn in sent["messages"]:
+        for block in turn["content"]:
+            if block["type"] in ("thinking", "redacted_thinking"):
+                assert "cache_control" not in block, block

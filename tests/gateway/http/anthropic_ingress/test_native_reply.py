@@ -103,3 +103,54 @@ async def test_a_failed_stream_ends_with_the_gateways_error_event() -> None:
     error = orjson.loads(parts[-1].split(b"data: ", 1)[1])
     assert error["type"] == "error" and "silent" in error["error"]["message"]
     assert not any(b"message_stop" in part for part in parts)
+
+
+def test_a_turn_left_empty_without_unsigned_thinking_goes_translated() -> None:
+    # An OpenAI-format backend's answer that was all reasoning (cut at max_tokens): the
+    # gateway gave the client one thinking block with an empty signature.
+    raw = orjson.dumps(
+        request(UNSIGNED)
+        | {
+            "messages": [
+                {"role": "user", "content": "Think hard."},
+                {"role": "assistant", "content": [UNSIGNED]},
+                {"role": "user", "content": "Go on."},
+            ]
+        }
+    )
+    assert native_request(parse_messages_request(raw), raw, HEADERS, marked=False) is None
+
+
+async def test_closing_the_client_stream_closes_the_relay_under_it() -> None:
+    events = NativeEvents()
+    closed: list[bool] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        try:
+            for n in range(3):
+                events.add("ping", b'{"type":"ping"}')
+                yield b"data: %d\n\n" % n
+        finally:
+            closed.append(True)  # the relay's `finally`: the upstream stream's aclose()
+
+    inner = chunks()
+    out = relay_native(inner, StreamOutcome(), NativeRelay(events, None))
+    assert await anext(out)
+    await out.aclose()  # RelayResponse's finally when the client went away mid-send
+    # relay_translated closes `chunks` in its finally; relay_native leaves it to the GC.
+    assert closed == [True]
+
+
+async def test_an_event_whose_data_had_several_lines_is_written_as_valid_sse() -> None:
+    events = NativeEvents()
+    # What SseDecoder gives for `data: {"type":"ping",\ndata: "x":1}\n\n`: lines joined by LF.
+    events.add("ping", b'{"type":"ping",\n"x":1}')
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"data: x\n\n"
+
+    written = b"".join(
+        [c async for c in relay_native(chunks(), StreamOutcome(), NativeRelay(events, None))]
+    )
+    for line in written.split(b"\n"):
+        assert line == b"" or line.startswith((b"event: ", b"data: ")), written
