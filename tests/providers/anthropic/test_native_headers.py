@@ -12,23 +12,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from providers.anthropic.provider import AnthropicProvider
-from providers.base import ANTHROPIC_MESSAGES, Deadlines, NativeRequest, UpstreamRequest
+from providers.base import ANTHROPIC_MESSAGES, NativeRequest, UpstreamRequest
 from providers.registry import open_provider
 from providers.settings import ProviderSettings
 from tests.providers.anthropic.fake_anthropic import FakeAnthropic
+from tests.providers.anthropic.test_provider import DEADLINES, MESSAGE
 from tests.providers.fake_upstream import Reply, running
-
-DEADLINES = Deadlines(connect_s=2.0, first_byte_s=5.0, between_chunks_s=5.0)
-MESSAGE = {
-    "id": "msg_abc",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-x",
-    "content": [{"type": "text", "text": "hi"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1, "output_tokens": 1},
-}
 
 
 class RawHeaders(FakeAnthropic):
