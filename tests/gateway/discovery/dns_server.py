@@ -12,7 +12,7 @@ from dnslib import AAAA, QTYPE, RCODE, RR, SRV, A, DNSRecord
 from dnslib.server import BaseResolver, DNSHandler, DNSLogger, DNSServer
 
 
-class Zone(BaseResolver):  # type: ignore[misc]
+class Zone(BaseResolver):
     """Records by name: A and AAAA addresses, SRV (target, port) pairs; a name it does not
     hold is NXDOMAIN. `failing` answers SERVFAIL to everything; `glue` puts SRV targets'
     addresses in the additional section, as Kubernetes' DNS does."""

@@ -107,7 +107,7 @@ def test_what_a_discover_block_refuses(entry: dict[str, Any], problem: str) -> N
 def test_an_entry_name_cannot_look_like_a_discovered_backend() -> None:
     """`@` is not in an entry's name: `vllm@10.0.0.1:8000` is only ever a discovered one."""
     entry = {"kind": "vllm", "base_url": "http://x:8000/v1"}
-    with pytest.raises(ConfigError, match="backends.0.name"):
+    with pytest.raises(ConfigError, match=r"backends\.0\.name"):
         parse_config(config(entry) | {"backends": [{"name": "a@b", "models": ["m"], **entry}]})
 
 
