@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,14 @@ import pytest
 from emulator.server import EmulatorServer
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually
 from tests.gateway.discovery.dns_server import Zone, dns_server
+from tests.integration.lifecycle import (
+    ADMIN,
+    ADMIN_ENV,
+    backend,
+    chat,
+    file_gateway,
+    fleet_config,
+)
 
 SRV_NAME = "_openai._tcp.engines.test"
 INTERVAL_S = 0.3
@@ -143,6 +152,7 @@ async def test_addresses_come_and_go_while_traffic_flows_and_nothing_is_lost(
     publish(zone, first, second)
     gw = await start_gateway(config(nameserver, {"dns": SRV_NAME, "record": "SRV"}))
     assert set(serving(gw)) == {name_of(first), name_of(second)}
+    estimates = gw.gateway.state.estimates(name_of(second))
 
     async with Traffic(gw.client).flowing() as traffic:
         await eventually(lambda: received(second, 2), "traffic on both", CHANGE_WITHIN_S)
@@ -164,6 +174,7 @@ async def test_addresses_come_and_go_while_traffic_flows_and_nothing_is_lost(
         current = gw.runtime.current
         assert gone not in current.providers
         assert gone not in {row["name"] for row in current.state.describe()}
+        assert current.state.estimates(name_of(second)) is estimates, "kept its state"
         before = third.runtime.stats.received
         await eventually(lambda: received(third, before + 10), "more traffic", CHANGE_WITHIN_S)
         assert first.runtime.stats.received == last, "no new request after it was dropped"
@@ -256,24 +267,50 @@ async def test_the_bound_caps_the_backends_and_says_so(
     assert row["resolved_at"] <= time.time()
 
 
-async def test_a_reload_keeps_the_discovered_backends_and_their_state(
-    zone: Zone, nameserver: str, start_emulator: StartEmulator, start_gateway: StartGateway
+async def test_a_file_reload_keeps_the_discovered_backends_and_their_state(
+    tmp_path: Path,
+    zone: Zone,
+    nameserver: str,
+    start_emulator: StartEmulator,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gateway.config.root import parse_config
-
+    monkeypatch.setenv(ADMIN_ENV, "admin-key-1")
     engine = await start_emulator()
     publish(zone, engine)
-    written = config(nameserver, {"dns": SRV_NAME, "record": "SRV"})
-    gw = await start_gateway(written)
-    state = gw.runtime.current.state
-    routes = [
-        *written["routes"],
-        {"name": "other", "model": "emulated-model", "backends": ["engines"]},
-    ]
-    result = await gw.runtime.apply(parse_config(written | {"routes": routes}))
-    assert result.changes.backends.unchanged == (name_of(engine),)
-    assert result.changes.routes.added == ("other",)
-    other = next(r for r in gw.runtime.current.config.routes if r.name == "other")
-    assert other.backend_names == (name_of(engine),)
-    assert gw.runtime.current.state is not state
-    assert gw.runtime.source.backends[0].discover is not None
+    entry = config(nameserver, {"dns": SRV_NAME, "record": "SRV"})["backends"][0]
+    written = fleet_config([entry], {"default": ["engines"]})
+    async with file_gateway(tmp_path / "c.yaml", written) as gw:
+        served = await gw.client.post("/v1/chat/completions", json=chat())
+        assert served.status_code == 200
+        state = gw.gateway.state
+        gw.write(fleet_config([entry], {"default": ["engines"], "other": ["engines"]}))
+        answer = await gw.client.post("/v1/switchyard/admin/reload", headers=ADMIN)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["backends"]["unchanged"] == [name_of(engine)]
+        assert answer.json()["routes"]["added"] == ["other"]
+        other = next(r for r in gw.gateway.config.routes if r.name == "other")
+        assert other.backend_names == (name_of(engine),)
+        kept = name_of(engine)
+        assert gw.gateway.state.estimates(kept) is state.estimates(kept)
+        assert gw.runtime.source.backends[0].discover is not None
+
+
+async def test_discovery_added_by_a_reload_needs_a_restart(
+    tmp_path: Path,
+    nameserver: str,
+    start_emulator: StartEmulator,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop that follows the DNS starts with the process that has a discover block."""
+    monkeypatch.setenv(ADMIN_ENV, "admin-key-1")
+    engine = await start_emulator()
+    static = backend("static", engine.base_url)
+    async with file_gateway(
+        tmp_path / "c.yaml", fleet_config([static], {"default": ["static"]})
+    ) as gw:
+        entry = config(nameserver, {"dns": SRV_NAME, "record": "SRV"})["backends"][0]
+        gw.write(fleet_config([static, entry], {"default": ["static", "engines"]}))
+        answer = await gw.client.post("/v1/switchyard/admin/reload", headers=ADMIN)
+        assert answer.status_code == 409
+        assert answer.json()["error"]["message"].startswith("backends.1.discover:")
+        assert gw.runtime.generation == 1
