@@ -89,6 +89,21 @@ def expansion(entry: BackendConfig, address: Address) -> BackendConfig:
     return entry.model_copy(update={**update, "discover": None})
 
 
+def summary(entry: BackendConfig) -> str:
+    """What `entry` discovers and becomes, in words (`switchyard check`): `A+AAAA records of
+    vllm.ns.svc every 10 s, at most 64 backends, each vllm@<address>:8000 at
+    http://<address>:8000/v1`."""
+    discover = entry.discover
+    assert discover is not None
+    port = "<port>" if discover.record == "SRV" else str(port_of(entry, Address("0.0.0.0")))
+    url = urlsplit(template(entry))._replace(netloc=f"<address>:{port}")
+    return (
+        f"{discover.record} records of {discover.dns} every {discover.interval_s:g} s, at "
+        f"most {discover.max_backends} backends, each {entry.name}@<address>:{port} at "
+        f"{urlunsplit(url)}"
+    )
+
+
 def expand(source: Config, found: Mapping[str, Sequence[Address]]) -> Config:
     """`source` with each discovering entry replaced by a backend per address `found` for
     it (none: the entry is empty, and so are its routes' members from it), and each route
