@@ -167,6 +167,17 @@ SECTION_SCHEMAS = (
 """What the config schema may import of the gateway: its own modules, the error tree, and
 the sections other rooms own for their own settings."""
 
+REQUEST_WAY_ROOMS = (
+    "gateway.admission",
+    "gateway.fleet",
+    "gateway.routing",
+    "gateway.store",
+    "gateway.telemetry",
+    "gateway.tenancy",
+)
+"""The rooms a request's way runs through and records it in: what the rooms that are pure
+of it (a cascade's checks and book, discovery's expansion) never import."""
+
 RULES = [
     Rule("policies", "gateway", "policies is a plugin framework; the gateway wires it"),
     Rule("policies", "providers", "policies decide; they do not talk to backends"),
@@ -228,14 +239,7 @@ RULES = [
             "a cascade's checks and book are pure of the request's way: the HTTP edge runs "
             "the tiers",
         )
-        for room in (
-            "gateway.admission",
-            "gateway.fleet",
-            "gateway.routing",
-            "gateway.store",
-            "gateway.telemetry",
-            "gateway.tenancy",
-        )
+        for room in REQUEST_WAY_ROOMS
     ),
     Rule("gateway.store", "gateway.telemetry", "telemetry feeds the store, not back"),
     Rule("gateway.store", "gateway.tenancy", "the store keeps key rows; tenancy hashes them"),
@@ -320,14 +324,7 @@ RULES = [
     ),
     *(
         Rule("gateway.discovery", room, "discovery expands the config; the runtime applies it")
-        for room in (
-            "gateway.admission",
-            "gateway.fleet",
-            "gateway.routing",
-            "gateway.store",
-            "gateway.telemetry",
-            "gateway.tenancy",
-        )
+        for room in REQUEST_WAY_ROOMS
     ),
 ]
 

@@ -4,25 +4,13 @@ looks each up once, as `serve` starts, and routes over what it found."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from gateway.cli import main
-from tests.gateway.discovery.dns_server import Zone, dns_server
-
-
-@pytest.fixture
-def zone() -> Zone:
-    return Zone()
-
-
-@pytest.fixture
-def nameserver(zone: Zone) -> Iterator[str]:
-    with dns_server(zone) as address:
-        yield address
+from tests.gateway.discovery.dns_server import Zone
 
 
 def write_config(tmp_path: Path, nameserver: str) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ import pytest
 
 from emulator.server import EmulatorServer
 from tests.conftest import RunningGateway, StartEmulator, StartGateway, eventually
-from tests.gateway.discovery.dns_server import Zone, dns_server
+from tests.gateway.discovery.dns_server import Zone
 from tests.integration.lifecycle import (
     ADMIN,
     ADMIN_ENV,
@@ -33,17 +33,6 @@ SRV_NAME = "_openai._tcp.engines.test"
 INTERVAL_S = 0.3
 CHANGE_WITHIN_S = 20.0
 """Generous: the machine is shared and slow; the design's bound is one interval."""
-
-
-@pytest.fixture
-def zone() -> Zone:
-    return Zone()
-
-
-@pytest.fixture
-def nameserver(zone: Zone) -> Iterator[str]:
-    with dns_server(zone) as address:
-        yield address
 
 
 def config(nameserver: str, discover: dict[str, Any], **extra: Any) -> dict[str, Any]:

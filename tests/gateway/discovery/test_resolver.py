@@ -4,7 +4,6 @@ without the additional section, authoritative empties, and failures that keep no
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,18 +12,7 @@ from gateway.discovery.config import DiscoverConfig
 from gateway.discovery.expand import Address
 from gateway.discovery.refresh import LookupFailed
 from gateway.discovery.resolver import DnsLookup
-from tests.gateway.discovery.dns_server import Zone, dns_server
-
-
-@pytest.fixture
-def zone() -> Zone:
-    return Zone()
-
-
-@pytest.fixture
-def nameserver(zone: Zone) -> Iterator[str]:
-    with dns_server(zone) as address:
-        yield address
+from tests.gateway.discovery.dns_server import Zone
 
 
 def block(nameserver: str, **fields: Any) -> DiscoverConfig:
