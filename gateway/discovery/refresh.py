@@ -21,7 +21,7 @@ from gateway.config.backends import BackendConfig
 from gateway.config.root import Config
 from gateway.discovery.config import DiscoverConfig
 from gateway.discovery.expand import Address, backend_name, cap, expand, port_of
-from gateway.errors import SwitchyardError
+from gateway.errors import NotReloading, SwitchyardError
 
 logger = logging.getLogger("switchyard")
 
@@ -194,6 +194,8 @@ async def _follow(follower: Follower) -> bool:
     """Whether the runtime applied the addresses found now (or had nothing to apply)."""
     try:
         await follower.follow_discovery()
+    except NotReloading:  # shutting down: what is served now is served to the end
+        return True
     except SwitchyardError as exc:  # logged by the runtime; asked again next round
         logger.warning("discovery: the new backends were not applied: %s", exc.message)
         return False

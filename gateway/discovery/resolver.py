@@ -51,7 +51,7 @@ class DnsLookup:
                     )
         except TimeoutError:
             raise LookupFailed(f"no answer within {discover.timeout_s:g} s") from None
-        except dns.exception.DNSException as exc:
+        except (dns.exception.DNSException, OSError) as exc:  # OSError: no route to it
             raise LookupFailed(f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]) from None
         return tuple(dict.fromkeys(found))
 
