@@ -7,7 +7,8 @@ loaded only by a config with a `discover` block), and the process-wide state and
 that resolve each entry every `interval_s` and have the runtime apply a change the way a
 reload does (`refresh.py`).
 
-May import `gateway.config` (the schema it expands), `gateway.errors` and
-`gateway.process.tasks`; never the request path, the HTTP edge or the process's top: the
-runtime is reached through the `Follower` protocol.
+May import `gateway.config` (the schema it expands), `gateway.errors`, `providers`' presets
+(an engine kind's usual port and path) and `gateway.process.tasks`; never the request
+path, the HTTP edge or the process's top: the runtime is reached through the `Follower`
+protocol.
 """

@@ -84,9 +84,14 @@ class Discovery:
         return expand(source, {entry.name: self._addresses(entry) for entry in _of(source)})
 
     def _addresses(self, entry: BackendConfig) -> tuple[Address, ...]:
-        assert entry.discover is not None
+        """The addresses in use, within the entry's bound as written now (a reload may
+        have lowered it since the last answer)."""
+        discover = entry.discover
+        assert discover is not None
         known = self._entries.get(entry.name)
-        return known.addresses if known is not None and known.query == entry.discover.query else ()
+        if known is None or known.query != discover.query:
+            return ()
+        return known.addresses[: discover.max_backends]
 
     async def refresh(self, source: Config) -> bool:
         """Look up each entry of `source` that is due; whether an entry's addresses
@@ -168,7 +173,7 @@ class Discovery:
             assert discover is not None
             known = self._entries.get(entry.name)
             state = known if known is not None and known.query == discover.query else None
-            used = state.addresses if state is not None else ()
+            used = self._addresses(entry)
             rows.append(
                 {
                     "entry": entry.name,
