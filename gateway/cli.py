@@ -137,18 +137,39 @@ def _check(args: argparse.Namespace) -> int:
         f"ok: {len(config.backends)} backends, {len(config.routes)} routes, "
         f"{len(config.profiles)} profiles{cascades}"
     )
+    discovering = [(i, b) for i, b in enumerate(config.backends) if b.discover is not None]
+    if discovering:
+        from gateway.discovery.expand import summary
+
+        for i, entry in discovering:
+            print(f"backends.{i} ({entry.name}) discovers: {summary(entry)}")
     return 1 if warned and args.strict else 0
 
 
 def _explain(args: argparse.Namespace) -> int:
     from gateway.routing.explain import explain_request
 
-    config = _load(args.config)
+    config, discovered = _discovered(_load(args.config))
     raw = sys.stdin.buffer.read() if args.request == "-" else Path(args.request).read_bytes()
     headers = dict(h.split("=", 1) for h in args.header)
     result = explain_request(config, raw, endpoint=args.endpoint, headers=headers)
+    if discovered:
+        result["discovery"] = discovered
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0
+
+
+def _discovered(config: Config) -> tuple[Config, list[dict[str, Any]]]:
+    """`config` with each discovering entry expanded by one lookup, as `serve` starts, and
+    what each found; `config` itself when it discovers nothing."""
+    if all(backend.discover is None for backend in config.backends):
+        return config, []
+    import asyncio
+
+    from gateway.process.discovery_wiring import open_discovery
+
+    discovery = asyncio.run(open_discovery(config))
+    return discovery.expand(config), discovery.status(config)
 
 
 BENCH_MODULES = {

@@ -17,6 +17,7 @@ from emulator.settings import EmulatorSettings
 from gateway.config.root import Config, parse_config
 from gateway.http.app import create_app
 from gateway.http.server import client_options
+from gateway.process.runtime import Runtime
 from gateway.process.service import Gateway
 
 # A developer's (or CI's) SWITCHYARD_DATABASE_URL must not send every test gateway's records
@@ -30,9 +31,11 @@ StartGateway = Callable[[dict[str, Any]], Awaitable["RunningGateway"]]
 
 
 class RunningGateway:
-    def __init__(self, server: LoopbackServer, gateway: Gateway) -> None:
+    def __init__(self, server: LoopbackServer, gateway: Gateway, runtime: Runtime) -> None:
         self.server = server
         self.gateway = gateway
+        """The first generation; `runtime.current` is the one serving now."""
+        self.runtime = runtime
         self.url = server.url
         self.client = httpx.AsyncClient(base_url=server.url, timeout=30)
 
@@ -75,7 +78,7 @@ async def start_gateway() -> AsyncIterator[StartGateway]:
             http=served_protocol(parsed),
         )
         await server.start()
-        gw = RunningGateway(server, app.state.gateway)
+        gw = RunningGateway(server, app.state.gateway, app.state.runtime)
         running.append(gw)
         return gw
 

@@ -26,7 +26,8 @@ PRODUCT = ("gateway", "policies", "providers", "emulator")
 FIRST_PARTY = (*PRODUCT, "bench", "tests")
 DATABASE_LAYER = ("sqlalchemy", "alembic")
 TRACING_SDK = "opentelemetry"
-WATCHED = (*FIRST_PARTY, *DATABASE_LAYER, TRACING_SDK)
+DNS_LIBRARY = "dns"
+WATCHED = (*FIRST_PARTY, *DATABASE_LAYER, TRACING_SDK, DNS_LIBRARY)
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ LOWER_ROOMS = (
     "gateway.admission",
     "gateway.cascade",
     "gateway.config",
+    "gateway.discovery",
     "gateway.fleet",
     "gateway.prefix",
     "gateway.quality",
@@ -153,6 +155,7 @@ SECTION_SCHEMAS = (
     "gateway.admission.config",
     "gateway.cascade.config",
     "gateway.config",
+    "gateway.discovery.config",
     "gateway.errors",
     "gateway.prefix.cache_semantics",
     "gateway.quality.config",
@@ -163,6 +166,17 @@ SECTION_SCHEMAS = (
 )
 """What the config schema may import of the gateway: its own modules, the error tree, and
 the sections other rooms own for their own settings."""
+
+REQUEST_WAY_ROOMS = (
+    "gateway.admission",
+    "gateway.fleet",
+    "gateway.routing",
+    "gateway.store",
+    "gateway.telemetry",
+    "gateway.tenancy",
+)
+"""The rooms a request's way runs through and records it in: what the rooms that are pure
+of it (a cascade's checks and book, discovery's expansion) never import."""
 
 RULES = [
     Rule("policies", "gateway", "policies is a plugin framework; the gateway wires it"),
@@ -225,14 +239,7 @@ RULES = [
             "a cascade's checks and book are pure of the request's way: the HTTP edge runs "
             "the tiers",
         )
-        for room in (
-            "gateway.admission",
-            "gateway.fleet",
-            "gateway.routing",
-            "gateway.store",
-            "gateway.telemetry",
-            "gateway.tenancy",
-        )
+        for room in REQUEST_WAY_ROOMS
     ),
     Rule("gateway.store", "gateway.telemetry", "telemetry feeds the store, not back"),
     Rule("gateway.store", "gateway.tenancy", "the store keeps key rows; tenancy hashes them"),
@@ -294,6 +301,30 @@ RULES = [
         "gateway.http",
         "gateway.process.workers",
         "workers serve the app; the app does not start workers",
+    ),
+    Rule(
+        "gateway",
+        DNS_LIBRARY,
+        "only the resolver speaks DNS, loaded when a config has a discover block",
+        allowed_in=("gateway.discovery.resolver",),
+        eager_only=True,
+    ),
+    Rule(
+        "gateway",
+        "gateway.discovery.resolver",
+        "the resolver loads with dnspython: only discovery's wiring loads it",
+        allowed_in=("gateway.process.discovery_wiring",),
+        eager_only=True,
+    ),
+    Rule(
+        "gateway",
+        "gateway.process.discovery_wiring",
+        "discovery is wired only for a config with a discover block",
+        eager_only=True,
+    ),
+    *(
+        Rule("gateway.discovery", room, "discovery expands the config; the runtime applies it")
+        for room in REQUEST_WAY_ROOMS
     ),
 ]
 
@@ -463,6 +494,7 @@ def test_serving_real_backends_without_a_store_loads_no_emulator_or_database(
     assert _heavy(loaded) == []
     assert not any(_within(m, "redis") for m in loaded), "no Redis in this config"
     assert not any(_within(m, "aiohttp") for m in loaded), "plain HTTP, probes included"
+    assert not any(_within(m, DNS_LIBRARY) for m in loaded), "no discover block"
 
 
 def test_an_emulated_backend_loads_the_emulator(tmp_path: Path) -> None:
@@ -478,3 +510,33 @@ def test_tracing_on_loads_the_sdk(tmp_path: Path) -> None:
     tracing = {"enabled": True, "endpoint": endpoint}
     config = _config(tmp_path, {"kind": "openai-compatible"}, tracing=tracing)
     assert "opentelemetry.sdk.trace" in _modules_after(_SERVED, config)
+
+
+_DISCOVERING = """
+import asyncio, sys
+from gateway.config.root import load_config
+from gateway.process.discovery_wiring import open_discovery
+from gateway.process.service import start_gateway, stop_gateway
+
+async def main() -> None:
+    config = load_config(sys.argv[1])
+    discovery = await open_discovery(config)
+    gateway = await start_gateway(discovery.expand(config))
+    await stop_gateway(gateway)
+
+asyncio.run(main())
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_a_discover_block_loads_dnspython(tmp_path: Path) -> None:
+    """The check above can see dnspython: a gateway with a discover block loads it (and,
+    its nameserver silent, starts with no backend from it)."""
+    port = free_port()  # nothing answers there: the lookup times out
+    discover = {"dns": "engines.test", "nameservers": [f"127.0.0.1:{port}"], "timeout_s": 0.2}
+    backend = {"kind": "vllm", "discover": discover}
+    config = _config(tmp_path, {"kind": "openai-compatible"})
+    data = yaml.safe_load(Path(config).read_text())
+    data["backends"].append({"name": "found", "models": ["m"], **backend})
+    Path(config).write_text(yaml.safe_dump(data))
+    assert "dns.asyncresolver" in _modules_after(_DISCOVERING, config)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Sequence
-from typing import Annotated, Self
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.cache import CacheConfig
+from gateway.config.engine_polls import LlamaCppConfig, MetricsConfig
 from gateway.config.placement import PlacementTag
 from gateway.config.strict import StrictConfig as StrictConfig
+from gateway.discovery.config import DiscoverConfig, discover_problem
 from gateway.prefix.cache_semantics import CacheRules
 from gateway.quality.config import ProbeConfig
 from gateway.telemetry.config import PricingConfig
@@ -56,62 +58,6 @@ ENGINE_KINDS: frozenset[str] = frozenset({"vllm", "sglang", "llama-cpp", "emulat
 base URL's origin."""
 
 
-class PollTiming(StrictConfig):
-    """How often a background poll of an engine runs, how long one may take and how long
-    its reading counts: shared by the `/metrics` scrape and llama-server's polls."""
-
-    interval_s: float = Field(1.0, ge=0.05, description="Time between two polls.")
-    timeout_s: float = Field(0.5, gt=0, description="Each poll whole: connect, status, body.")
-    stale_after_s: float = Field(
-        5.0, gt=0, description="A reading older than this is ignored by policies."
-    )
-    max_body_bytes: int = Field(1024 * 1024, ge=1024, description="A larger answer fails it.")
-
-    @model_validator(mode="after")
-    def _check_timing(self) -> Self:
-        if self.stale_after_s < 2 * self.interval_s:
-            raise ValueError("stale_after_s: must be at least twice interval_s")
-        if self.timeout_s > self.stale_after_s:
-            raise ValueError("timeout_s: must not exceed stale_after_s")
-        return self
-
-
-class MetricsConfig(PollTiming):
-    """Polling the engine's Prometheus endpoint for its own running/waiting/KV numbers."""
-
-    enabled: bool = True
-    url: str | None = Field(
-        None, pattern=r"^https?://", description="Full URL; default: base_url's origin + path."
-    )
-    path: str = Field("/metrics", pattern=r"^/", description="Used when url is not set.")
-
-    @model_validator(mode="after")
-    def _check_address(self) -> MetricsConfig:
-        if self.url is not None and "path" in self.model_fields_set:
-            raise ValueError("path: set url or path, not both")
-        return self
-
-    @property
-    def explicit(self) -> bool:
-        """Whether the address was given, not derived from the backend's kind."""
-        return self.url is not None or "path" in self.model_fields_set
-
-
-class LlamaCppConfig(PollTiming):
-    """kind llama-cpp: what the gateway reads of llama-server itself, from its own task
-    (`gateway/fleet/scrape/llama_cpp_scrape.py`), never on the request path: `/slots` every
-    `interval_s`, `/props` when the context window is unknown."""
-
-    slots: bool = Field(
-        True, description="Poll /slots: its busy slots are the engine's running requests."
-    )
-    props: bool = Field(
-        True,
-        description="Read /props for the context window per slot when "
-        "context_window_tokens is unset (a configured one wins).",
-    )
-
-
 class RateLimitsConfig(StrictConfig):
     """What the gateway does with a provider's rate-limit headers (`gateway/fleet/
     provider_limits.py`): cool a spent budget down, count a nearly spent one as capacity."""
@@ -145,6 +91,12 @@ class BackendConfig(StrictConfig):
         description="Required unless the backend is emulated, a preset supplies it, or its "
         "kind has a default (anthropic: https://api.anthropic.com/v1, gemini: "
         "https://generativelanguage.googleapis.com/v1beta).",
+    )
+    discover: DiscoverConfig | None = Field(
+        None,
+        description="Instead of one address, every address a DNS name has: a backend per "
+        "address, followed as they change (base_url, if given, is the template: its host "
+        "is replaced by each address).",
     )
     preset: PresetName | None = Field(
         None,
@@ -281,10 +233,14 @@ class BackendConfig(StrictConfig):
             raise ValueError(
                 f"emulator: only for kinds emulated, anthropic and gemini, not {self.kind}"
             )
+        if (problem := discover_problem(self)) is not None:
+            raise ValueError(problem)
         if self.emulated:
             if self.base_url is not None:
                 raise ValueError("base_url: an emulated backend is started on a free port")
         elif self.base_url is None and self.preset_name is None and not self._native_service:
+            if self.discover is not None:
+                return self  # each address makes the URL (discover.port is required)
             unless = " unless a preset gives it" if self.kind in OPENAI_COMPATIBLE_KINDS else ""
             raise ValueError(f"base_url: required for kind {self.kind}{unless}")
         return self

@@ -82,8 +82,10 @@ class Placement:
 
     @property
     def unmet(self) -> bool:
-        """No member may serve the request: the route cannot, whatever the fleet's state."""
-        return not self.allowed
+        """The tags required exclude every member: the route cannot serve, whatever the
+        fleet's state. A route without members (a discovered entry with no address now)
+        is not unmet: it has no candidate, as when every member is down."""
+        return not self.allowed and bool(self.excluded)
 
     @property
     def members_phrase(self) -> str:

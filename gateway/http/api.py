@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from gateway.errors import Forbidden, NotFound
 from gateway.http.responses import json_response
+from gateway.process.runtime import Runtime
 from gateway.process.service import Gateway
 from gateway.quality.report import quality_report
+
+if TYPE_CHECKING:
+    from gateway.discovery.refresh import Discovery
 
 router = APIRouter()
 
@@ -19,6 +24,16 @@ router = APIRouter()
 def _gateway(request: Request) -> Gateway:
     gateway: Gateway = request.app.state.gateway
     return gateway
+
+
+def discovery_status(request: Request) -> list[dict[str, Any]]:
+    """Each discovering entry of the config as written: its query, backends, last answer
+    and last error (`gateway.discovery.refresh`); empty without DNS discovery."""
+    discovery: Discovery | None = getattr(request.app.state, "discovery", None)
+    if discovery is None:
+        return []
+    runtime: Runtime = request.app.state.runtime
+    return discovery.status(runtime.source)
 
 
 def _model(route: str) -> dict[str, object]:
@@ -99,7 +114,9 @@ async def get_decision(request: Request, decision_id: str) -> Response:
 async def get_backends(request: Request) -> Response:
     gateway = _gateway(request)
     gateway.tenancy.auth.operator(request.headers.get("authorization"))
-    return json_response({"backends": gateway.state.describe()})
+    return json_response(
+        {"backends": gateway.state.describe(), "discovery": discovery_status(request)}
+    )
 
 
 @router.get("/v1/switchyard/state")

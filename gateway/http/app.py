@@ -34,6 +34,7 @@ from gateway.process.signals import handle_signals
 from gateway.process.tasks import start_task
 
 if TYPE_CHECKING:
+    from gateway.discovery.refresh import Discovery
     from gateway.process.worker_reloads import WorkerReloads
 
 logger = logging.getLogger("switchyard")
@@ -117,14 +118,23 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, object]]:
         async with AsyncExitStack() as stack:
-            gateway = await start_gateway(config)
+            discovery = await _open_discovery(config)
+            gateway = await start_gateway(discovery.expand(config) if discovery else config)
             guard = ClientGuard(config.server.clients, gateway.telemetry.connections)
             runtime = Runtime(
-                gateway, load=reload_from, on_swap=lambda new: setattr(app.state, "gateway", new)
+                gateway,
+                load=reload_from,
+                on_swap=lambda new: setattr(app.state, "gateway", new),
+                discovery=(config, discovery) if discovery is not None else None,
             )
             stack.push_async_callback(_stop_worker, runtime)
             app.state.gateway = gateway
             app.state.runtime = runtime
+            app.state.discovery = discovery
+            if discovery is not None:
+                from gateway.process.discovery_wiring import follow_discovery
+
+                follow_discovery(discovery, runtime, stack)
             app.state.worker_reloads = workers
             if signals:
                 on_hup = workers.on_hup if workers is not None else None
@@ -161,6 +171,16 @@ def create_app(
     app.add_exception_handler(Exception, _on_bug)
     entry = SwitchyardApp(app)
     return entry
+
+
+async def _open_discovery(config: Config) -> Discovery | None:
+    """The process's DNS discovery, its entries looked up once; None (and nothing of
+    dnspython loaded) for a config without a `discover` block."""
+    if all(backend.discover is None for backend in config.backends):
+        return None
+    from gateway.process.discovery_wiring import open_discovery
+
+    return await open_discovery(config)
 
 
 async def _stop_worker(runtime: Runtime) -> None:

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.responses import Response
 
 from gateway.errors import NotFound
+from gateway.http.api import discovery_status
 from gateway.http.responses import json_response
 from gateway.process.service import Gateway
 from gateway.telemetry.dashboard.data import dashboard_data
@@ -80,4 +81,4 @@ async def dashboard_json(
     book = gateway.quality.book if gateway.quality is not None else None
     models = {b.name: list(b.models) for b in gateway.config.backends}
     data = dashboard_data(snap, gateway.telemetry, gateway.state.describe(), models, book)
-    return json_response(data)
+    return json_response({**data, "discovery": discovery_status(request)})

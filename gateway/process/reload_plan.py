@@ -9,7 +9,7 @@ session, emulated engine) and its live state (load, health, prefix index) carrie
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from gateway.config.root import Config
@@ -54,6 +54,11 @@ class SectionChanges:
     changed: tuple[str, ...]
     unchanged: tuple[str, ...]
 
+    @property
+    def moved(self) -> bool:
+        """Whether any name was added, removed or changed."""
+        return bool(self.added or self.removed or self.changed)
+
     def as_dict(self) -> dict[str, list[str]]:
         return {
             "added": list(self.added),
@@ -86,6 +91,10 @@ class ConfigChanges:
     def as_dict(self) -> dict[str, object]:
         return {"backends": self.backends.as_dict(), "routes": self.routes.as_dict()}
 
+    def needing_restart(self, paths: Sequence[str]) -> ConfigChanges:
+        """These changes with `paths` among those only a restart can apply."""
+        return replace(self, restart_only=(*self.restart_only, *paths))
+
     def describe(self) -> str:
         return f"backends: {self.backends.describe()}; routes: {self.routes.describe()}"
 
@@ -106,6 +115,12 @@ def restart_only_changes(old: Config, new: Config) -> tuple[str, ...]:
     ]
     paths += [s for s in RESTART_ONLY_SECTIONS if getattr(old, s) != getattr(new, s)]
     return tuple(paths)
+
+
+def discovery_paths(config: Config) -> tuple[str, ...]:
+    """The `discover` blocks of `config`: in a process started without any, only a restart
+    starts the loop that follows them (`gateway.discovery.refresh`)."""
+    return tuple(f"backends.{i}.discover" for i, b in enumerate(config.backends) if b.discover)
 
 
 def _section(old: Sequence[_Named], new: Sequence[_Named]) -> SectionChanges:

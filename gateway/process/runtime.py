@@ -17,7 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from gateway.config.root import Config
 from gateway.errors import (
@@ -27,7 +27,7 @@ from gateway.errors import (
     ReloadFailed,
     RestartRequired,
 )
-from gateway.process.reload_plan import ConfigChanges, compare
+from gateway.process.reload_plan import ConfigChanges, compare, discovery_paths
 from gateway.process.service import (
     Gateway,
     close_providers,
@@ -97,6 +97,14 @@ class Serving:
         self._runtime._release(self._ticket)
 
 
+class Expansion(Protocol):
+    """DNS discovery (`gateway.discovery.refresh.Discovery`), as the runtime uses it."""
+
+    def expand(self, source: Config) -> Config:
+        """`source` with each discovering entry expanded to the backends it has now."""
+        ...
+
+
 class Runtime:
     def __init__(
         self,
@@ -104,12 +112,17 @@ class Runtime:
         *,
         load: Callable[[], Config] | None = None,
         on_swap: Callable[[Gateway], None] = lambda gateway: None,
+        discovery: tuple[Config, Expansion] | None = None,
     ) -> None:
         """`load`: reads and validates the config file (raising ConfigError), as start-up
-        did; None when there is no file to reload. `on_swap`: told each new generation."""
+        did; None when there is no file to reload. `on_swap`: told each new generation.
+        `discovery`: the config as written and the discovery that `gateway`'s config was
+        expanded by; every config applied from then on is expanded by it too."""
         self._current = gateway
         self._load = load
         self._on_swap = on_swap
+        self._source = gateway.config if discovery is None else discovery[0]
+        self._expansion: Expansion | None = None if discovery is None else discovery[1]
         self.generation = 1
         self._tickets: dict[int, dict[Ticket, None]] = {id(gateway): {}}
         """Per generation, its requests in flight, in arrival order (a dict: taking one
@@ -125,6 +138,12 @@ class Runtime:
     @property
     def current(self) -> Gateway:
         return self._current
+
+    @property
+    def source(self) -> Config:
+        """The config as written: the current generation's before any DNS discovery
+        expanded it (`current.config`)."""
+        return self._source
 
     @property
     def draining(self) -> bool:
@@ -161,9 +180,17 @@ class Runtime:
     def check(self, config: Config) -> ConfigChanges:
         """What applying `config` would change; NotReloading while shutting down,
         RestartRequired (logged) when only a restart can apply it."""
+        return self._check(self._expanded(config))
+
+    def _expanded(self, config: Config) -> Config:
+        return config if self._expansion is None else self._expansion.expand(config)
+
+    def _check(self, config: Config) -> ConfigChanges:
         if self.draining:
             raise NotReloading("the gateway is shutting down")
         changes = compare(self._current.config, config)
+        if self._expansion is None:  # only a process started with discovery runs its loop
+            changes = changes.needing_restart(discovery_paths(config))
         if changes.restart_only:
             logger.warning(
                 "config reload refused, the running config stays: %s need a restart",
@@ -176,23 +203,39 @@ class Runtime:
         """Swap in a generation built for `config` (a validated one), atomically: it is
         fully started before any new request sees it."""
         async with self._lock:
-            changes = self.check(config)
-            old = self._current
-            try:
-                new = await next_generation(old, config, changes)
-            except _START_ERRORS as exc:  # an engine or provider that would not open
-                logger.warning("config reload failed, the running config stays: %r", exc)
-                raise ReloadFailed(f"the new config could not be started: {exc!r}") from exc
-            self._tickets[id(new)] = {}
-            self._current = new
-            self.generation += 1
-            self._on_swap(new)
-            try:
-                await stop_loops(old)
-            finally:  # retired even if one of its loops had failed
-                self._retired[id(old)] = old
-                self._ended(old)
-        logger.info("config reloaded (generation %d): %s", self.generation, changes.describe())
+            result = await self._swap(config, self._expanded(config), "config reloaded")
+            self._source = config
+        return result
+
+    async def follow_discovery(self) -> ReloadResult | None:
+        """Apply the config as written again, expanded with the backends discovered now,
+        as a reload of the same file; None when they are those served already."""
+        async with self._lock:
+            config = self._expanded(self._source)
+            changes = compare(self._current.config, config)
+            if not (changes.backends.moved or changes.routes.moved):
+                return None
+            return await self._swap(self._source, config, "discovered backends applied")
+
+    async def _swap(self, source: Config, config: Config, what: str) -> ReloadResult:
+        """Start a generation for `config` (expanded from `source`) and make it current."""
+        changes = self._check(config)
+        old = self._current
+        try:
+            new = await next_generation(old, config, changes)
+        except _START_ERRORS as exc:  # an engine or provider that would not open
+            logger.warning("%s failed, the running config stays: %r", what, exc)
+            raise ReloadFailed(f"the new config could not be started: {exc!r}") from exc
+        self._tickets[id(new)] = {}
+        self._current = new
+        self.generation += 1
+        self._on_swap(new)
+        try:
+            await stop_loops(old)
+        finally:  # retired even if one of its loops had failed
+            self._retired[id(old)] = old
+            self._ended(old)
+        logger.info("%s (generation %d): %s", what, self.generation, changes.describe())
         return ReloadResult(self.generation, changes)
 
     async def drain(self, deadline_s: float) -> None:

@@ -18,6 +18,7 @@ import yaml
 
 from gateway.cli import build_parser
 from gateway.config.root import Config, parse_yaml
+from gateway.discovery.expand import Address, expansion
 from gateway.process.preflight import preflight
 from gateway.telemetry.metrics import GatewayMetrics
 
@@ -298,24 +299,31 @@ def _arg(args: list[str], flag: str) -> str:
     return args[args.index(flag) + 1]
 
 
-def test_the_backends_are_the_engine_pods_by_their_headless_names(config: Config) -> None:
+def test_the_backends_are_the_engine_pods_discovered_from_the_headless_service(
+    config: Config,
+) -> None:
     service = _one("Service", "vllm")["spec"]
     assert service["clusterIP"] == "None"
+    assert not service.get("publishNotReadyAddresses"), "only ready pods get traffic"
     assert _selects(service["selector"], ENGINE)
     assert ENGINE["spec"]["serviceName"] == "vllm"
     assert ENGINE["spec"]["selector"]["matchLabels"] == service["selector"]
     engine = _container(ENGINE, "vllm")
     (port,) = service["ports"]
-    hosts = {f"vllm-{i}.vllm" for i in range(ENGINE["spec"]["replicas"])}
-    urls = [urlsplit(b.base_url or "") for b in config.backends]
-    assert {u.hostname for u in urls} == hosts  # one backend per engine pod
-    assert {(u.port, u.path) for u in urls} == {(port["port"], "/v1")}
+    (backend,) = config.backends  # one entry: a backend per engine pod, discovered
+    assert backend.discover is not None
+    namespace = _kustomization()["namespace"]
+    assert backend.discover.dns == f"vllm.{namespace}.svc.cluster.local"
+    assert backend.discover.record in ("A", "A+AAAA")
+    assert backend.discover.max_backends >= ENGINE["spec"]["replicas"]
+    made = expansion(backend, Address("10.0.0.7"))  # what one pod's address becomes
+    url = urlsplit(made.base_url or "")
+    assert (url.port, url.path) == (port["port"], "/v1")
     assert _port(engine, port["targetPort"]) == port["port"] == int(_arg(engine["args"], "--port"))
-    for backend in config.backends:
-        assert backend.kind == "vllm"
-        assert _arg(engine["args"], "--served-model-name") in backend.models
-        assert backend.max_concurrency == int(_arg(engine["args"], "--max-num-seqs"))
-        assert backend.name == (urlsplit(backend.base_url or "").hostname or "").split(".")[0]
+    assert backend.kind == "vllm"
+    assert _arg(engine["args"], "--served-model-name") in backend.models
+    assert backend.max_concurrency == int(_arg(engine["args"], "--max-num-seqs"))
+    assert [route.backend_names for route in config.routes] == [("vllm",)]
 
 
 def test_every_shared_state_uses_the_redis_service(config: Config) -> None:

@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from gateway.config.backends import BackendConfig, MetricsConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.engine_polls import MetricsConfig
 from gateway.fleet.scrape.engine_metrics import EngineLoad, parse_engine_load
 from gateway.fleet.scrape.poller import Poller
 

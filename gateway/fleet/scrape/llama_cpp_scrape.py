@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
-from gateway.config.backends import BackendConfig, LlamaCppConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.engine_polls import LlamaCppConfig
 from gateway.fleet.scrape.llama_cpp_status import EngineSlots, parse_context_window, parse_slots
 from gateway.fleet.scrape.poller import Poller
 from gateway.fleet.state import FleetState

@@ -106,7 +106,7 @@ async def fleet() -> AsyncIterator[Fleet]:
         app = create_app(parsed)
         server = LoopbackServer(app, lifespan="on", keep_alive_s=parsed.server.keep_alive_s)
         await server.start()
-        gw = RunningGateway(server, app.state.gateway)
+        gw = RunningGateway(server, app.state.gateway, app.state.runtime)
         stack.push_async_callback(gw.close)
         sdk = openai.AsyncOpenAI(base_url=gw.url + "/v1", api_key="x", max_retries=0)
         stack.push_async_callback(sdk.close)

@@ -10,7 +10,7 @@ import {
   cacheChart, drawCharts, latencyChart, overheadChart, qualityChart, resetCharts, spendChart, successChart, trafficChart,
 } from './charts.js';
 import {
-  backendsTable, cascadesCard, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, qualityNote, reasonsCard, refusedCard, tiles,
+  backendsTable, cascadesCard, discoveryCard, errorsCard, healthState, keyBadge, qualityBadge, qualityCard, qualityNote, reasonsCard, refusedCard, tiles,
   worstQuality,
 } from './panels.js';
 
@@ -49,6 +49,7 @@ function fleetPage(data) {
       errorsCard(fleet.summary || {})),
     refusedCard(data.rejected, data.refused),
     (data.cascades || []).length > 0 && cascadesCard(data.cascades),
+    (data.discovery || []).length > 0 && discoveryCard(data.discovery),
   ];
 }
 
@@ -206,7 +207,7 @@ function render(force = false) {
   main.dataset.page = page;
   if (page === 'backend') main.dataset.backend = r.name;
   else delete main.dataset.backend;
-  main.replaceChildren(...content);
+  main.replaceChildren(...content.filter((part) => part !== false && part !== null && part !== undefined));
   drawCharts();
   document.title = page === 'backend' ? `${r.name} · Switchyard` : 'Switchyard';
 }

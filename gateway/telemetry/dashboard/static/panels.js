@@ -192,3 +192,23 @@ export function cascadesCard(cascades) {
   return card('Cascades', 'cheap tier first: where answers came from and why requests escalated',
     blocks.length ? blocks : h('p', { class: 'empty' }, 'No request reached a cascade in this window.'));
 }
+
+// DNS discovery: per discovering entry, its name and record, the backends it has now (of
+// at most max_backends), when it was last resolved, and the last lookup's error.
+export function discoveryCard(discovery) {
+  const blocks = (discovery || []).map((d) => {
+    const names = (d.backends || []).map((name) => h('tr', { 'data-discovered': name },
+      h('td', {}, h('a', { href: backendHref(name) }, name))));
+    return h('div', { class: 'model', 'data-discovery': d.entry },
+      h('div', { class: 'model-head' },
+        h('strong', {}, d.entry),
+        h('span', {}, h('code', {}, `${d.record} ${d.dns}`)),
+        h('span', {}, 'backends ', metric('discovered', `${fmtInt((d.backends || []).length)} of max ${fmtInt(d.max_backends)}`)),
+        d.found > (d.backends || []).length && h('span', { class: 'muted' }, `${fmtInt(d.found)} addresses found`),
+        h('span', { class: 'muted' }, d.resolved_at ? `resolved ${clock(d.resolved_at, true)}, every ${d.interval_s} s` : 'not resolved yet')),
+      d.last_error && h('p', { class: 'reason' }, `last lookup failed${d.failed_at ? ` at ${clock(d.failed_at, true)}` : ''}: ${d.last_error} (its backends stay)`),
+      table(['Backend'], names, 'No address: its routes have no member from it.'));
+  });
+  return card('DNS discovery', 'backend entries that follow a DNS name: one backend per address',
+    blocks);
+}

@@ -15,7 +15,8 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from emulator.loopback import LoopbackServer
-from gateway.config.backends import BackendConfig, MetricsConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.engine_polls import MetricsConfig
 from gateway.config.root import HealthConfig, parse_config
 from gateway.errors import ConfigError
 from gateway.fleet.scrape.engine_metrics import EngineLoad

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from gateway.config.backends import BackendConfig, MetricsConfig
+from gateway.config.backends import BackendConfig
+from gateway.config.engine_polls import MetricsConfig
 from gateway.config.root import HealthConfig
 from gateway.fleet.scrape.poller import Poller, loggable_url
 from gateway.fleet.state import FleetState
