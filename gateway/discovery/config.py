@@ -90,6 +90,14 @@ class DiscoverConfig(StrictConfig):
         description="At most this many backends; more addresses: those already in use are "
         "kept, then the lowest, and a warning is logged.",
     )
+    remove_after: int = Field(
+        1,
+        ge=1,
+        le=100,
+        description="An address in use goes once this many answers in a row lack it: 1 (the "
+        "default) follows a removal at the next lookup; more rides out DNS servers that "
+        "answer with a rotating subset of the addresses (Route 53 multivalue, Consul).",
+    )
     nameservers: list[Nameserver] = Field(
         default_factory=list,
         max_length=MAX_NAMESERVERS,

@@ -62,11 +62,24 @@ def template(entry: BackendConfig) -> str:
 
 
 def port_of(entry: BackendConfig, address: Address) -> int:
-    """The SRV record's port, else `discover.port`, else the template's (the config
-    refuses an entry that would have none)."""
+    """The SRV record's port, else `discover.port`, else the template's, else the kind's
+    preset's (the config refuses an entry that would have none)."""
     assert entry.discover is not None
-    port = address.port or entry.discover.port or urlsplit(template(entry)).port
-    if port is None:  # refused by the config (`discover_problem`); a bug if reached
+    preset = entry.preset_name
+    port = next(
+        (
+            found
+            for found in (
+                address.port,
+                entry.discover.port,
+                urlsplit(template(entry)).port,
+                urlsplit(PRESETS[preset].base_url).port if preset is not None else None,
+            )
+            if found is not None
+        ),
+        None,
+    )
+    if not port:  # refused by the config (`discover_problem`), port 0 by the resolver
         raise ValueError(f"backend {entry.name}: no port for {address.host}")
     return port
 

@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from gateway.config.backends import BackendConfig
@@ -25,6 +25,7 @@ from gateway.errors import NotReloading, SwitchyardError
 
 logger = logging.getLogger("switchyard")
 
+Query = tuple[str, str, tuple[str, ...]]
 Lookup = Callable[[DiscoverConfig], Awaitable[tuple[Address, ...]]]
 """Every address a `discover` block's name has now (`resolver.DnsLookup`); raises
 `LookupFailed` when there is no answer to trust."""
@@ -52,7 +53,7 @@ class Follower(Protocol):
 class _Entry:
     """One discovering entry's last answer."""
 
-    query: tuple[str, str, tuple[str, ...]]
+    query: Query
     addresses: tuple[Address, ...] = ()
     """The addresses in use, at most `max_backends`."""
     found: int = 0
@@ -64,6 +65,20 @@ class _Entry:
     failed_at: float | None = None
     due: float = 0.0
     """Clock time of the next lookup."""
+    missed: dict[Address, int] = field(default_factory=dict)
+    """Addresses in use that the last answers lacked: how many answers in a row."""
+
+    def remembered(self, found: tuple[Address, ...], remove_after: int) -> tuple[Address, ...]:
+        """`found`, and the addresses in use that fewer than `remove_after` answers in a
+        row have lacked (bounded: only addresses in use are counted)."""
+        answered = set(found)
+        missed = {
+            address: self.missed.get(address, 0) + 1
+            for address in self.addresses
+            if address not in answered
+        }
+        self.missed = {address: n for address, n in missed.items() if n < remove_after}
+        return (*found, *self.missed)
 
 
 class Discovery:
@@ -78,6 +93,10 @@ class Discovery:
         self._clock = clock
         self._wall = wall
         self._entries: dict[str, _Entry] = {}
+        self._staged: dict[tuple[str, Query], _Entry] = {}
+        """Answers `prepare` looked up for a config not served yet (a reload's), by entry
+        and query; adopted by `_entry` once the loop follows that config. Only the last
+        `prepare`'s: bounded by one config's entries."""
 
     def expand(self, source: Config) -> Config:
         """`source` with every discovering entry expanded to the addresses it has now."""
@@ -88,10 +107,35 @@ class Discovery:
         have lowered it since the last answer)."""
         discover = entry.discover
         assert discover is not None
+        known = self._known(entry)
+        return () if known is None else known.addresses[: discover.max_backends]
+
+    def _known(self, entry: BackendConfig) -> _Entry | None:
+        """The last answer to `entry`'s query: the loop's, else one `prepare` staged."""
+        assert entry.discover is not None
+        query = entry.discover.query
         known = self._entries.get(entry.name)
-        if known is None or known.query != discover.query:
-            return ()
-        return known.addresses[: discover.max_backends]
+        if known is not None and known.query == query:
+            return known
+        return self._staged.get((entry.name, query))
+
+    async def prepare(self, source: Config) -> None:
+        """Look up, now, each entry of `source` without an answer to its query yet (one a
+        reload adds, or points at another name, record or nameservers), so that applying
+        `source` serves its addresses at once instead of none until the loop's next
+        lookup. The answers are staged apart from the entries the loop follows (it may
+        still follow the config served now) and adopted when it follows `source`."""
+        staged: dict[tuple[str, Query], _Entry] = {}
+        todo: list[tuple[BackendConfig, _Entry]] = []
+        for entry in _of(source):
+            assert entry.discover is not None
+            known = self._entries.get(entry.name)
+            if known is not None and known.query == entry.discover.query:
+                continue
+            state = staged[(entry.name, entry.discover.query)] = _Entry(entry.discover.query)
+            todo.append((entry, state))
+        await asyncio.gather(*(self._resolve(entry, state) for entry, state in todo))
+        self._staged = staged
 
     async def refresh(self, source: Config) -> bool:
         """Look up each entry of `source` that is due; whether an entry's addresses
@@ -108,14 +152,19 @@ class Discovery:
         """Its state; afresh when its query changed (the old answers are not its own)."""
         assert entry.discover is not None
         known = self._entries.get(entry.name)
-        if known is None or known.query != entry.discover.query:
-            known = self._entries[entry.name] = _Entry(entry.discover.query)
+        query = entry.discover.query
+        if known is None or known.query != query:
+            staged = self._staged.pop((entry.name, query), None)
+            known = self._entries[entry.name] = staged or _Entry(query)
         return known
 
     async def _refresh_one(self, entry: BackendConfig) -> bool:
+        return await self._resolve(entry, self._entry(entry))
+
+    async def _resolve(self, entry: BackendConfig, state: _Entry) -> bool:
+        """Look `entry` up into `state`; whether its addresses changed."""
         discover = entry.discover
         assert discover is not None
-        state = self._entry(entry)
         state.due = self._clock() + discover.interval_s
         try:
             found = await self._lookup(discover)
@@ -127,6 +176,7 @@ class Discovery:
                 )  # fmt: skip
             state.error, state.failed_at = str(exc), self._wall()
             return False
+        found = state.remembered(found, discover.remove_after)
         used = cap(state.addresses, found, discover.max_backends)
         changed = used != state.addresses
         if changed and len(found) > len(used):
@@ -155,6 +205,7 @@ class Discovery:
                 changed = await self.refresh(follower.source)
             except Exception:  # the loop must outlive a bug: the last addresses stay
                 logger.exception("discovery: a refresh failed")
+                pending = True  # another entry's answer may have changed meanwhile
                 continue
             if changed or pending:
                 pending = not await _follow(follower)
@@ -171,8 +222,7 @@ class Discovery:
         for entry in _of(source):
             discover = entry.discover
             assert discover is not None
-            known = self._entries.get(entry.name)
-            state = known if known is not None and known.query == discover.query else None
+            state = self._known(entry)
             used = self._addresses(entry)
             rows.append(
                 {
@@ -203,5 +253,8 @@ async def _follow(follower: Follower) -> bool:
         return True
     except SwitchyardError as exc:  # logged by the runtime; asked again next round
         logger.warning("discovery: the new backends were not applied: %s", exc.message)
+        return False
+    except Exception:  # the loop must outlive a bug here too; asked again next round
+        logger.exception("discovery: applying the new backends failed")
         return False
     return True

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 
 import dns.asyncresolver
 import dns.exception
+import dns.name
 import dns.nameserver
 import dns.rdatatype
 import dns.resolver
@@ -40,8 +41,8 @@ class DnsLookup:
     async def __call__(self, discover: DiscoverConfig) -> tuple[Address, ...]:
         """Every address `discover.dns` has now, each once; LookupFailed when no answer
         came within `timeout_s`, or a failure came instead."""
-        resolver = await self._resolver(tuple(discover.nameservers))
-        try:
+        try:  # the system's resolver may fail to configure (no nameserver in resolv.conf)
+            resolver = await self._resolver(tuple(discover.nameservers))
             async with asyncio.timeout(discover.timeout_s):
                 if discover.record == "SRV":
                     found = await _srv(resolver, discover.dns, discover.timeout_s)
@@ -98,7 +99,11 @@ async def _srv(resolver: dns.asyncresolver.Resolver, name: str, lifetime: float)
     answer = await _records(resolver, name, "SRV", lifetime)
     if answer is None:
         return []
-    records = [(rdata.target.to_text().rstrip("."), rdata.port) for rdata in answer][:MAX_RECORDS]
+    records = [
+        (rdata.target.to_text().rstrip("."), rdata.port)
+        for rdata in answer
+        if rdata.port != 0 and rdata.target != dns.name.root  # RFC 2782: "." is no service
+    ][:MAX_RECORDS]
     glue = _additional(answer.response.additional)
     targets = list({target.lower() for target, _ in records} - glue.keys())
     looked_up = await asyncio.gather(

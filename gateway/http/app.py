@@ -121,11 +121,20 @@ def create_app(
             discovery = await _open_discovery(config)
             gateway = await start_gateway(discovery.expand(config) if discovery else config)
             guard = ClientGuard(config.server.clients, gateway.telemetry.connections)
+
+            async def start_discovery() -> Discovery:
+                """The first `discover` block came with a reload: the loop starts now."""
+                from gateway.process.discovery_wiring import start_discovery
+
+                app.state.discovery = started = start_discovery(runtime, stack)
+                return started
+
             runtime = Runtime(
                 gateway,
                 load=reload_from,
                 on_swap=lambda new: setattr(app.state, "gateway", new),
                 discovery=(config, discovery) if discovery is not None else None,
+                start_discovery=start_discovery if discovery is None else None,
             )
             stack.push_async_callback(_stop_worker, runtime)
             app.state.gateway = gateway

@@ -36,3 +36,13 @@ async def open_discovery(config: Config) -> Discovery:
 def follow_discovery(discovery: Discovery, runtime: Runtime, stack: AsyncExitStack) -> None:
     """Look each entry up every `interval_s` and apply a change, until `stack` closes."""
     start_task(stack, discovery.run(runtime), name="dns-discovery")
+
+
+def start_discovery(runtime: Runtime, stack: AsyncExitStack) -> Discovery:
+    """DNS discovery for a process started without it (a reload adds the first `discover`
+    block): nothing looked up yet (the reload's `prepare` does), followed until `stack`
+    closes."""
+    discovery = Discovery(DnsLookup())
+    follow_discovery(discovery, runtime, stack)
+    logger.info("discovery: started by a config reload")
+    return discovery

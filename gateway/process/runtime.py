@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -104,6 +104,10 @@ class Expansion(Protocol):
         """`source` with each discovering entry expanded to the backends it has now."""
         ...
 
+    async def prepare(self, source: Config) -> None:
+        """Look up the entries of `source` that have no answer yet (a reload's)."""
+        ...
+
 
 class Runtime:
     def __init__(
@@ -113,16 +117,21 @@ class Runtime:
         load: Callable[[], Config] | None = None,
         on_swap: Callable[[Gateway], None] = lambda gateway: None,
         discovery: tuple[Config, Expansion] | None = None,
+        start_discovery: Callable[[], Awaitable[Expansion]] | None = None,
     ) -> None:
         """`load`: reads and validates the config file (raising ConfigError), as start-up
         did; None when there is no file to reload. `on_swap`: told each new generation.
         `discovery`: the config as written and the discovery that `gateway`'s config was
-        expanded by; every config applied from then on is expanded by it too."""
+        expanded by; every config applied from then on is expanded by it too.
+        `start_discovery`: starts DNS discovery (its loop included) in a process started
+        without it, for a reload that adds the first `discover` block; None: such a
+        reload needs a restart."""
         self._current = gateway
         self._load = load
         self._on_swap = on_swap
         self._source = gateway.config if discovery is None else discovery[0]
         self._expansion: Expansion | None = None if discovery is None else discovery[1]
+        self._start_discovery = start_discovery
         self.generation = 1
         self._tickets: dict[int, dict[Ticket, None]] = {id(gateway): {}}
         """Per generation, its requests in flight, in arrival order (a dict: taking one
@@ -189,7 +198,7 @@ class Runtime:
         if self.draining:
             raise NotReloading("the gateway is shutting down")
         changes = compare(self._current.config, config)
-        if self._expansion is None:  # only a process started with discovery runs its loop
+        if self._expansion is None and self._start_discovery is None:  # no loop to follow it
             changes = changes.needing_restart(discovery_paths(config))
         if changes.restart_only:
             logger.warning(
@@ -203,9 +212,24 @@ class Runtime:
         """Swap in a generation built for `config` (a validated one), atomically: it is
         fully started before any new request sees it."""
         async with self._lock:
+            await self._prepare_discovery(config)
             result = await self._swap(config, self._expanded(config), "config reloaded")
             self._source = config
         return result
+
+    async def _prepare_discovery(self, config: Config) -> None:
+        """Before `config` is expanded: its discovering entries looked up, so that a reload
+        adding one (or pointing one at another name) serves its addresses at once; DNS
+        discovery started first if this is the process's first `discover` block."""
+        if not discovery_paths(config) or self.draining:
+            return
+        if self._expansion is None:
+            if self._start_discovery is None:
+                return  # refused by `_check`: only a restart starts it
+            if compare(self._current.config, config).restart_only:
+                return  # refused by `_check` anyway: start nothing for it
+            self._expansion = await self._start_discovery()
+        await self._expansion.prepare(config)
 
     async def follow_discovery(self) -> ReloadResult | None:
         """Apply the config as written again, expanded with the backends discovered now,

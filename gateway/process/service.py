@@ -200,6 +200,8 @@ async def next_generation(current: Gateway, config: Config, changes: ConfigChang
     # generation's fleet, and new keys may name its routes.
     current.telemetry.follow(config, gateway.state)
     current.tenancy.follow(config)
+    if book is not None:  # a removed backend's evidence goes with its state
+        book.forget(frozenset(changes.backends.removed))
     return gateway
 
 

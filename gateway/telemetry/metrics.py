@@ -24,12 +24,13 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.metrics import MetricWrapperBase
 
 from gateway.telemetry.admission_metrics import AdmissionMetrics
 from gateway.telemetry.cascade_metrics import CascadeMetrics
 from gateway.telemetry.client_metrics import ClientMetrics
 from gateway.telemetry.labelled import Labelled, Tally
-from gateway.telemetry.serving_series import Serving, forget
+from gateway.telemetry.serving_series import Serving, discovered_gone, forget, forget_discovered
 from gateway.telemetry.worker_files import scrape_workers
 from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
@@ -381,8 +382,13 @@ class GatewayMetrics:
         gauges naming any other stop being exported (`gateway.telemetry.serving_series`)."""
         serving = self.serving = Serving(frozenset(backends), frozenset(routes))
         self.admission.follow(serving.routes)
+        for key in [key for key in self._children if discovered_gone({"backend": key[1]}, serving)]:
+            self._children.pop(key, None)
         if self.multiprocess:
             return  # the files keep them; `render` leaves them out
+        for metric in vars(self).values():
+            if isinstance(metric, MetricWrapperBase):
+                forget_discovered(metric, serving)
         forget(self.healthy, ("backend",), serving)
         forget(self.in_flight, ("backend",), serving)
         forget(self.quality, ("backend", "model", "component"), serving)

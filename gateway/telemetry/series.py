@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from gateway.telemetry.histogram import Histogram, quantiles_ms
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Collection, Iterable, Mapping
 
     from gateway.routing.decisions import HeldNote
     from gateway.telemetry.config import TelemetryConfig
@@ -135,6 +135,13 @@ class DashboardSeries:
                 failed_at = self._panel(attempt.backend).bucket(record.at)
                 if failed_at is not None:  # counted where it failed
                     failed_at.retries += 1
+
+    def forget_discovered(self, serving: Collection[str]) -> None:
+        """Drop the panels of discovered backends (`@` in the name) no longer served: such
+        names come and go with the DNS, and the dashboard shows only served backends."""
+        with self._lock:
+            for name in [n for n in self._backends if "@" in n and n not in serving]:
+                del self._backends[name]
 
     def _panel(self, backend: str) -> Panel:
         panel = self._backends.get(backend)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
     from prometheus_client import Gauge
+    from prometheus_client.metrics import MetricWrapperBase
     from prometheus_client.metrics_core import Metric
 
 
@@ -34,6 +35,35 @@ class Serving:
         return (backend is None or backend in self.backends) and (
             route is None or route in self.routes
         )
+
+
+DISCOVERED_MARK = "@"
+"""Only a backend DNS discovery made has it in its name (`vllm@10.1.2.3:8000`): an entry's
+name may not contain it (`gateway.discovery.expand.backend_name`)."""
+
+
+def discovered_gone(labels: Mapping[str, str], serving: Serving) -> bool:
+    """Whether a series names a discovered backend the config no longer serves. Its
+    counters and histograms go too: unlike a written backend's, such names come and go
+    with the DNS (a pod's IP), and kept they would grow without bound."""
+    backend = labels.get("backend")
+    return backend is not None and DISCOVERED_MARK in backend and backend not in serving.backends
+
+
+def forget_discovered(metric: MetricWrapperBase, serving: Serving) -> None:
+    """Remove `metric`'s series (of any type) naming a discovered backend gone from
+    `serving` (one process's registry)."""
+    names = metric._labelnames
+    if "backend" not in names:
+        return
+    keys = {
+        tuple(sample.labels[name] for name in names)
+        for family in metric.collect()
+        for sample in family.samples
+        if discovered_gone(sample.labels, serving)
+    }
+    for key in keys:
+        metric.remove(*key)
 
 
 def forget(gauge: Gauge, labelnames: Sequence[str], serving: Serving) -> None:
@@ -62,4 +92,8 @@ class ServingOnly:
         for metric in self._inner.collect():
             if serving is not None and metric.type == "gauge":
                 metric.samples = [s for s in metric.samples if serving.has(s.labels)]
+            elif serving is not None:
+                metric.samples = [
+                    s for s in metric.samples if not discovered_gone(s.labels, serving)
+                ]
             yield metric

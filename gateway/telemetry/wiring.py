@@ -77,6 +77,8 @@ class Telemetry:
         self.fleet = fleet
         if self.metrics is not None:
             self.metrics.follow((b.name for b in config.backends), (r.name for r in config.routes))
+        if self.series is not None:
+            self.series.forget_discovered({b.name for b in config.backends})
 
     def refused(
         self,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import replace
 
 from gateway.fleet.backoff import Backoff
@@ -80,6 +80,13 @@ class QualityBook:
         self.on_change: Callable[[StateChange], None] | None = None
         """Called with each state change as it happens (sharing with peer replicas); must
         not block."""
+
+    def forget(self, backends: Collection[str]) -> None:
+        """Drop every pair of `backends` (a reload removed them, DNS discovery among its
+        causes): a later backend of one of those names, a pod at an address another had,
+        starts with no evidence and no ejection of the one before."""
+        for key in [key for key in self._pairs if key[0] in backends]:
+            del self._pairs[key]
 
     def record(self, backend: str, model: str, events: Iterable[SignalEvent]) -> None:
         """Fold one response's (or probe's) evidence in and re-judge the pair."""

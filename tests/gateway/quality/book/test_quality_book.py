@@ -264,3 +264,12 @@ def test_staying_healthy_for_forgive_after_s_starts_the_back_off_over(
     clock.now += healthy_for_s
     book.refresh()
     assert eject_again(book, clock) == pytest.approx(next_back_off_s)
+
+
+def test_forgetting_removed_backends_drops_their_pairs_only() -> None:
+    book, _ = make_book()
+    for backend in ("vllm@10.0.0.1:8000", "vllm@10.0.0.2:8000", "claude"):
+        book.record(backend, "m", [event("repetition", True)])
+    book.forget(frozenset({"vllm@10.0.0.1:8000", "gone"}))
+    assert book.pairs() == [("vllm@10.0.0.2:8000", "m"), ("claude", "m")]
+    assert book.evidence("vllm@10.0.0.1:8000", "m") == {}, "a new pod there starts clean"
