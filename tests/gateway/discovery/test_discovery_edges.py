@@ -29,9 +29,9 @@ class Clock:
         return self.now
 
 
-# 1. A file reload that changes an entry's query (dns, record or nameservers), or adds a
-#    discovering entry, serves the entry with no backend until the loop's next lookup:
-#    a window of 503s, and the unchanged addresses' state dropped.
+# A file reload that changes an entry's query (dns, record or nameservers), or adds a
+# discovering entry, looks it up before its config serves: no window without backends,
+# and unchanged addresses keep their state.
 
 
 async def test_a_reload_that_adds_a_nameserver_keeps_the_entry_s_backends(
@@ -56,7 +56,7 @@ async def test_a_reload_that_adds_a_nameserver_keeps_the_entry_s_backends(
             answer = await gw.client.post("/v1/switchyard/admin/reload", headers=ADMIN)
             assert answer.status_code == 200, answer.text
             after = await gw.client.post("/v1/chat/completions", json=chat())
-            # On 62b8bb4: backends.removed == [engines@...], the request is a 503.
+
             assert answer.json()["backends"]["unchanged"] == [name_of(engine)], answer.text
             assert after.status_code == 200, after.text
             assert gw.gateway.state.estimates(name_of(engine)) is state
@@ -94,14 +94,12 @@ async def test_a_reload_adding_a_discovering_entry_serves_its_addresses_at_once(
         answer = await gw.client.post("/v1/switchyard/admin/reload", headers=ADMIN)
         assert answer.status_code == 200, answer.text
         after = await gw.client.post("/v1/chat/completions", json=chat())
-        # On 62b8bb4: the new entry has no backend yet: 503 no_backend_available.
+
         assert after.status_code == 200, after.text
 
 
-# 2. An SRV record with port 0 (malformed, or a "disabled" record) reaches `port_of`,
-#    which raises ValueError for an entry without a preset: the loop's task dies
-#    (the exception escapes `_follow`), and every later expand (file reload, dashboard,
-#    /v1/switchyard/backends) raises too. With a preset it silently uses the preset's port.
+# An SRV record with port 0, or the target ".", is no service (RFC 2782): not a backend,
+# with or without a preset's port to fall back on; and the loop outlives a failing apply.
 
 
 def srv_entry(nameserver: str, kind: str = "openai-compatible", interval_s: float = 60) -> Config:
@@ -126,7 +124,7 @@ async def test_an_srv_record_with_port_zero_is_not_a_backend(zone: Zone, nameser
     discovery = Discovery(DnsLookup(), clock=Clock())
     source = srv_entry(nameserver)
     await discovery.refresh(source)
-    # On 62b8bb4: ValueError("backend e: no port for 127.0.0.2").
+
     expanded = discovery.expand(source)
     assert [b.name for b in expanded.backends] == ["e@127.0.0.1:8001"]
     assert discovery.status(source)[0]["backends"] == ["e@127.0.0.1:8001"]
@@ -140,7 +138,7 @@ async def test_an_srv_record_with_port_zero_does_not_take_the_preset_s_port(
     discovery = Discovery(DnsLookup(), clock=Clock())
     source = srv_entry(nameserver, kind="vllm")
     await discovery.refresh(source)
-    # On 62b8bb4: e@127.0.0.2:8000, a port no record named.
+
     assert [b.name for b in discovery.expand(source).backends] == []
 
 
@@ -166,7 +164,7 @@ async def test_the_loop_outlives_a_failure_to_apply(zone: Zone, nameserver: str)
     try:
         await eventually(lambda: _true(follower.calls >= 1), "the first apply", 5)
         zone.set_a("a.engines.test", "127.0.0.1", "127.0.0.3")
-        # On 62b8bb4: the task ended with the ValueError; nothing is followed any more.
+
         await eventually(lambda: _true(follower.calls >= 2), "a later apply", 5)
     finally:
         task.cancel()
@@ -177,9 +175,8 @@ async def _true(value: bool) -> bool:
     return value
 
 
-# 3. Round-robin DNS answering a rotating subset (3 of 5 addresses per query, as Route 53
-#    multivalue or Consul do): every lookup is a change, so every interval drops two
-#    backends (drain, state gone) and adds two cold.
+# DNS answering a rotating subset (3 of 5 addresses per query, as Route 53 multivalue or
+# Consul do) would make every lookup a change; `remove_after` rides it out.
 
 
 async def test_a_rotating_subset_of_answers_does_not_churn_every_interval() -> None:
@@ -235,9 +232,8 @@ async def test_remove_after_still_follows_a_real_removal() -> None:
     assert used == [2, 2, 1, 1], "kept through one missing answer, gone after the second"
 
 
-# 4. Series named by a discovered backend outlive it: counters and histograms in the
-#    Prometheus registry and the dashboard's per-backend panels are never dropped, so
-#    every pod IP ever seen stays (unbounded with pod churn; docs say its gauges go).
+# A removed discovered backend leaves no series: its counters, histograms and dashboard
+# panels go with it (pod IPs come and go without bound).
 
 
 async def test_a_removed_backend_leaves_no_series_behind(
@@ -278,16 +274,13 @@ async def test_a_removed_backend_leaves_no_series_behind(
         leftover = [line for line in text.splitlines() if gone in line]
         series = gw.gateway.telemetry.series
         panels = list(series._backends) if series is not None else []
-        # On 62b8bb4: requests_total, duration/ttft buckets etc. still name it, and so
+
         # does the dashboard's panel dict.
         assert leftover == [], leftover[:5]
         assert gone not in panels
 
 
-# 5. kind vllm (a preset) with a base_url that names no port passes the config's checks,
-#    but every expansion raises ValueError: `switchyard check` crashes, serve fails to start
-#    (open_discovery's status) or, if the name had no address at start, the loop dies at
-#    the first address. The docs say the kind's usual port applies.
+# A preset kind (vllm) whose base_url names no port takes the kind's usual port.
 
 
 def test_a_preset_kind_s_base_url_without_a_port_takes_the_kind_s_port() -> None:
@@ -307,13 +300,13 @@ def test_a_preset_kind_s_base_url_without_a_port_takes_the_kind_s_port() -> None
             "routes": [{"name": "m", "backends": ["v"]}],
         }
     )
-    assert "v@<address>:8000" in summary(source.backends[0])  # 62b8bb4: ValueError
+    assert "v@<address>:8000" in summary(source.backends[0])
     (made,) = expand(source, {"v": [Address("10.0.0.1")]}).backends
     assert made.base_url == "http://10.0.0.1:8000/v1"
 
 
-# 6. The drafted fix for 1 stages a reload's lookups apart from the loop's entries: the
-#    loop, still following the served config, must not clobber them.
+# A reload's lookups are staged apart from the loop's entries: the loop, still following
+# the served config, must not clobber them.
 
 
 async def test_staged_answers_survive_the_loop_following_the_old_config(
