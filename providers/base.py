@@ -43,6 +43,9 @@ class NativeRequest:
     """The client's headers of that API to pass on (`anthropic-version`, `anthropic-beta`)."""
     marked: bool
     """The client set prompt-cache breakpoints of its own (the host then adds none)."""
+    required: str | None = None
+    """Why only a backend speaking `api` may serve the request (the translation lacks a
+    part of it: a document, a server tool); None when any backend may."""
 
 
 ANTHROPIC_MESSAGES = "anthropic.messages"

@@ -294,6 +294,17 @@ class UnsupportedRequest(UpstreamError):
         self.param = param
 
 
+class NativeApiRequired(UpstreamError):
+    """The request can be served only in its client's own API (`NativeRequest.required`),
+    which this backend does not speak: the next candidate may; the client's error (400)
+    when none does."""
+
+    status = 400
+    type = "invalid_request_error"
+    code = "native_api_required"
+    retryable = True
+
+
 class MissingDeployment(UpstreamError):
     """An Azure OpenAI request without a `model` names no deployment: the client's error,
     not retried."""

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gateway.http.relay.streaming import StreamOutcome
     from providers.base import NativeRequest, UpstreamResponse
     from providers.errors import ApiError
-    from providers.native_events import NativeEvents
+    from providers.native import NativeEvents
 
 ContextT = TypeVar("ContextT")
 

@@ -15,7 +15,7 @@ from gateway.http.relay.streaming import RelayState, StreamOutcome, relay
 from gateway.quality.signals.collect import StreamCollector, collect_body
 from gateway.quality.signals.passive import RequestContext, request_context
 from providers.base import pipeable
-from providers.native_events import native_events
+from providers.native import native_events
 from providers.usage import usage_from_body
 
 if TYPE_CHECKING:

@@ -37,6 +37,7 @@ from gateway.routing.lease import Lease, PrefixMemory
 from policies.predict import predicted_ttft_ms
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 from providers.errors import ApiError, UpstreamError, UpstreamStatusError, UpstreamTimeout
+from providers.native import unspoken
 
 if TYPE_CHECKING:
     from gateway.config.root import Config
@@ -250,6 +251,8 @@ class Dispatcher:
         started = self._clock()
         model = leg.route.model_for(name)
         request = trial.request_for(model)
+        if (refused := unspoken(self._providers[name], name, request)) is not None:
+            raise refused  # only a backend of the client's own API may serve it
         dropped = self._dropped.get(name)
         if dropped:
             request = without_params(request, dropped)

@@ -33,7 +33,7 @@ from providers.base import (
     UpstreamStream,
     upstream_headers,
 )
-from providers.native_events import NativeEvents
+from providers.native import NativeEvents
 from providers.openai_chat_request import CHAT_PATH as CHAT_PATH  # re-exported
 from providers.settings import (
     DEFAULT_IDLE_KEEPALIVE_S,
@@ -73,6 +73,9 @@ def anthropic_headers(api_key: str | None) -> dict[str, str]:
 
 
 class AnthropicProvider:
+    native_apis = frozenset({ANTHROPIC_MESSAGES})
+    """A client's own Messages request is sent as it came (`UpstreamRequest.native`)."""
+
     def __init__(
         self,
         name: str,

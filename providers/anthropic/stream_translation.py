@@ -38,7 +38,7 @@ from providers.anthropic.messages_wire import (
 )
 from providers.anthropic.response_translation import finish_reason, openai_usage
 from providers.errors import UpstreamError
-from providers.native_events import NativeEvents
+from providers.native import NativeEvents
 from providers.transport.sse import SseDecodeError, SseDecoder
 
 DONE = b"data: [DONE]\n\n"

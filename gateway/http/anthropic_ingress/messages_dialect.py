@@ -15,6 +15,7 @@ without them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import partial
 
 import orjson
@@ -28,7 +29,7 @@ from gateway.http.anthropic_ingress.messages_request import (
     parse_messages_request,
 )
 from gateway.http.anthropic_ingress.native_reply import MessagesTranslation, native_request
-from gateway.http.anthropic_ingress.request_translation import to_chat_request
+from gateway.http.anthropic_ingress.request_translation import inexpressible, to_chat_request
 from gateway.http.anthropic_ingress.response_translation import reply_context, to_message
 from gateway.http.anthropic_ingress.stream_translation import MessageEvents
 from gateway.http.dialect import Authorize
@@ -54,16 +55,25 @@ class MessagesDialect:
         self, raw: bytes, bounds: BoundsConfig, headers: Mapping[str, str] | None = None
     ) -> MessagesTranslation:
         request = parse_messages_request(raw, bounds)
-        plain = orjson.dumps(to_chat_request(request))
         marked = count_cache_breakpoints(request) > 0
+        native = native_request(request, raw, headers, marked=marked)
+        problem = inexpressible(request)
+        if problem is not None:
+            # Only a backend of Anthropic's API can serve it, as it came: the translation
+            # without those parts is what routing reads; the others refuse it (`required`).
+            if native is None:
+                raise problem
+            native = replace(native, required=problem.message)
+        lossy = problem is not None
+        plain = orjson.dumps(to_chat_request(request, lossy=lossy))
         translation = MessagesTranslation(
-            orjson.dumps(to_chat_request(request, marks=True)) if marked else plain,
+            orjson.dumps(to_chat_request(request, marks=True, lossy=lossy)) if marked else plain,
             context=partial(reply_context, request),
             answer=to_message,
             events=MessageEvents,
             plain_body=plain if marked else None,
         )
-        translation.native = native_request(request, raw, headers, marked=marked)
+        translation.native = native
         return translation
 
     def error_response(self, exc: ApiError, headers: dict[str, str] | None = None) -> Response:

@@ -1,9 +1,11 @@
 """Anthropic's Messages request as clients send it: validated, with errors naming the field.
 
 Unknown top-level fields are ignored (newer SDKs add options over time; `service_tier`
-and the like ask nothing of the answer); of `metadata`, only `user_id` is read. Content
-blocks are strict: a block kind the gateway cannot express (documents, server tools'
-results, ...) is refused rather than silently dropped from what the model sees.
+and the like ask nothing of the answer); of `metadata`, only `user_id` is read. The
+blocks the gateway translates are checked field by field; other kinds (documents, server
+tools' blocks, ...) are kept as they came (`OpaqueBlock`) for a backend of Anthropic's
+API, and refused for any other rather than silently dropped from what the model sees
+(`request_translation.inexpressible`).
 `citations` are accepted and ignored; thinking blocks go on only to an Anthropic backend.
 `cache_control` (type `ephemeral`, `ttl` "5m" or "1h") is read on system blocks, tools and
 content blocks, at most `MAX_CACHE_BREAKPOINTS` of them (more, or a malformed one, is a
@@ -12,10 +14,19 @@ content blocks, at most `MAX_CACHE_BREAKPOINTS` of them (more, or a malformed on
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal, Self, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    model_validator,
+)
 
 from gateway.config.bounds import (
     DEFAULT_BOUNDS,
@@ -94,8 +105,42 @@ class ThinkingBlock(_Wire):
     signature: str | None = None
 
 
-UserBlock = Annotated[TextBlock | ImageBlock | ToolResultBlock, Field(discriminator="type")]
-AssistantBlock = Annotated[TextBlock | ToolUseBlock | ThinkingBlock, Field(discriminator="type")]
+class OpaqueBlock(BaseModel):
+    """A kind of block the gateway does not read (`document`, `search_result`, server tools'
+    blocks, kinds added later): kept as it came for a backend of Anthropic's API, which
+    gets the client's own request; no translation for other backends has it."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: str
+
+
+def _kind(read: frozenset[str]) -> Callable[[Any], str]:
+    """A block's union member: its own type when read, else "opaque" (a block that is no
+    object, or has no type, fails there with its own error)."""
+
+    def tag(block: Any) -> str:
+        kind = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
+        return kind if kind in read else "opaque"
+
+    return tag
+
+
+UserBlock = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ImageBlock, Tag("image")]
+    | Annotated[ToolResultBlock, Tag("tool_result")]
+    | Annotated[OpaqueBlock, Tag("opaque")],
+    Discriminator(_kind(frozenset({"text", "image", "tool_result"}))),
+]
+AssistantBlock = Annotated[
+    Annotated[TextBlock, Tag("text")]
+    | Annotated[ToolUseBlock, Tag("tool_use")]
+    | Annotated[ThinkingBlock, Tag("thinking")]
+    | Annotated[ThinkingBlock, Tag("redacted_thinking")]
+    | Annotated[OpaqueBlock, Tag("opaque")],
+    Discriminator(_kind(frozenset({"text", "tool_use", "thinking", "redacted_thinking"}))),
+]
 
 
 class UserMessage(_Wire):
@@ -196,10 +241,10 @@ def check_conversation(conversation: Conversation, bounds: BoundsConfig) -> None
     check_count("messages", len(conversation.messages), bounds.max_messages)
     check_count("tools", len(conversation.tools or ()), bounds.max_tools)
     marks = cache_marks(conversation)
-    if len(marks) > MAX_CACHE_BREAKPOINTS:
+    if len(marks) + len(opaque_marks(conversation)) > MAX_CACHE_BREAKPOINTS:
         raise InvalidRequest(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be "
-            f"provided. Found {len(marks)}.",
+            f"provided. Found {len(marks) + len(opaque_marks(conversation))}.",
             param="cache_control",
         )
     _check_ttl_order(marks)
@@ -218,8 +263,8 @@ def _check_ttl_order(marks: list[CacheControl]) -> None:
 
 
 def count_cache_breakpoints(conversation: Conversation) -> int:
-    """The blocks with `cache_control` (see `cache_marks`)."""
-    return len(cache_marks(conversation))
+    """The blocks with `cache_control` (see `cache_marks`, `opaque_marks`)."""
+    return len(cache_marks(conversation)) + len(opaque_marks(conversation))
 
 
 def cache_marks(conversation: Conversation) -> list[CacheControl]:
@@ -237,6 +282,24 @@ def cache_marks(conversation: Conversation) -> list[CacheControl]:
             if isinstance(block, _Cacheable):
                 blocks.append(block)
     return [block.cache_control for block in blocks if block.cache_control is not None]
+
+
+def opaque_marks(conversation: Conversation) -> list[CacheControl]:
+    """The marks on blocks kept as they came (a marked `document`): they count toward the
+    API's 4 as well (their order against the others' is not checked)."""
+    marks: list[CacheControl] = []
+    for message in conversation.messages:
+        for block in message.content if not isinstance(message.content, str) else ():
+            mark = getattr(block, "cache_control", None) if isinstance(block, OpaqueBlock) else None
+            if isinstance(mark, dict):
+                try:
+                    marks.append(CacheControl.model_validate(mark))
+                except ValidationError:
+                    raise InvalidRequest(
+                        f"a {block.type} block's cache_control is malformed",
+                        param="cache_control",
+                    ) from None
+    return marks
 
 
 def _parse(model: type[_M], raw: bytes) -> _M:

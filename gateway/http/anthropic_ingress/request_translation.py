@@ -33,6 +33,7 @@ from gateway.http.anthropic_ingress.messages_request import (
     Conversation,
     ImageBlock,
     MessagesRequest,
+    OpaqueBlock,
     TextBlock,
     Thinking,
     Tool,
@@ -74,8 +75,36 @@ They are the budgets the Anthropic adapter sends for each effort, so a request r
 an Anthropic backend thinks about as long as asked."""
 
 
-def to_chat_request(request: MessagesRequest, *, marks: bool = False) -> ChatRequest:
-    """The OpenAI request; with `marks`, the client's cache breakpoints carried."""
+def inexpressible(conversation: Conversation) -> InvalidRequest | None:
+    """Why `conversation` has no OpenAI translation, naming the first part that has none
+    (a block the gateway keeps as it came, a server tool); None when it has one."""
+    for position, tool in enumerate(conversation.tools or ()):
+        if tool.type not in (None, "custom"):
+            return InvalidRequest(
+                f"tools.{position}: server tool {tool.type!r} is served only by a backend "
+                "of Anthropic's API",
+                param=f"tools.{position}.type",
+            )
+    for turn, message in enumerate(conversation.messages):
+        for index, block in enumerate(() if isinstance(message.content, str) else message.content):
+            if isinstance(block, OpaqueBlock):
+                return InvalidRequest(
+                    f"messages.{turn}.content.{index}: {block.type!r} blocks are served only "
+                    "by a backend of Anthropic's API",
+                    param=f"messages.{turn}.content.{index}",
+                )
+    return None
+
+
+def to_chat_request(
+    request: MessagesRequest, *, marks: bool = False, lossy: bool = False
+) -> ChatRequest:
+    """The OpenAI request; with `marks`, the client's cache breakpoints carried. Raises
+    `inexpressible`'s error for a request it cannot express, unless `lossy`: then those
+    parts are left out (a body to route by, never to send: the request goes only to a
+    backend of Anthropic's API, as it came)."""
+    if not lossy and (problem := inexpressible(request)) is not None:
+        raise problem
     body: ChatRequest = {
         "model": request.model,
         "messages": to_chat_messages(request, marks=marks),
@@ -121,7 +150,12 @@ def to_chat_messages(conversation: Conversation, *, marks: bool = False) -> list
 
 
 def to_tools(tools: Sequence[Tool], *, marks: bool = False) -> list[FunctionTool]:
-    return [_function(position, tool, marks) for position, tool in enumerate(tools)]
+    """The client tools (a server tool has no OpenAI form: `inexpressible` names it)."""
+    return [
+        _function(position, tool, marks)
+        for position, tool in enumerate(tools)
+        if tool.type in (None, "custom")
+    ]
 
 
 def _system(system: str | list[TextBlock] | None, marks: bool) -> str | list[TextPart] | None:
@@ -159,7 +193,7 @@ def _user_turn(message: UserMessage, marks: bool) -> list[ChatMessage]:
             parts.extend(images)
         elif isinstance(block, ImageBlock):
             parts.append(image_part(block, marks))
-        else:
+        elif isinstance(block, TextBlock):
             parts.append(_text_part(block, marks))
     if parts or not results:
         results.append({"role": "user", "content": user_content(parts) or ""})
@@ -223,11 +257,6 @@ def _tool_call(block: ToolUseBlock) -> ToolCall:
 
 
 def _function(position: int, tool: Tool, marks: bool) -> FunctionTool:
-    if tool.type not in (None, "custom"):
-        raise InvalidRequest(
-            f"tools.{position}: server tool {tool.type!r} is not supported by this gateway",
-            param=f"tools.{position}.type",
-        )
     if tool.input_schema is None:
         raise InvalidRequest(
             f"tools.{position}.input_schema: Field required", param=f"tools.{position}.input_schema"
@@ -246,8 +275,9 @@ def _function(position: int, tool: Tool, marks: bool) -> FunctionTool:
 def _add_tools(
     body: ChatRequest, tools: list[Tool] | None, choice: ToolChoice | None, marks: bool
 ) -> None:
-    if tools:
-        body["tools"] = to_tools(tools, marks=marks)
+    functions = to_tools(tools or (), marks=marks)
+    if functions:
+        body["tools"] = functions
     if choice is None or (not tools and choice.type in ("auto", "none")):
         return
     if not tools:

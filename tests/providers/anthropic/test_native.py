@@ -18,7 +18,7 @@ from providers.anthropic.stream_translation import DONE, StreamTranslator
 from providers.base import ANTHROPIC_MESSAGES, NativeRequest
 from providers.cache_breakpoints import CacheBreakpoints
 from providers.errors import UpstreamStatusError
-from providers.native_events import NativeEvents
+from providers.native import NativeEvents
 from tests.providers.anthropic.fake_anthropic import split_each, sse
 from tests.providers.anthropic.recorded import OVERLOADED, TOOL_STREAM, message_start
 

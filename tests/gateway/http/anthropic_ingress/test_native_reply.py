@@ -16,7 +16,7 @@ from gateway.http.dialect import NativeRelay
 from gateway.http.relay.streaming import StreamOutcome
 from providers.base import ANTHROPIC_MESSAGES
 from providers.errors import UpstreamTimeout
-from providers.native_events import NativeEvents
+from providers.native import NativeEvents
 
 SIGNED = {"type": "thinking", "thinking": "Plan.", "signature": "c2ln"}
 UNSIGNED = {"type": "thinking", "thinking": "From an OpenAI backend.", "signature": ""}
@@ -154,3 +154,21 @@ async def test_an_event_whose_data_had_several_lines_is_written_as_valid_sse() -
     )
     for line in written.split(b"\n"):
         assert line == b"" or line.startswith((b"event: ", b"data: ")), written
+
+
+def test_a_request_only_anthropic_can_serve_is_routed_by_what_can_be_translated() -> None:
+    from gateway.config.bounds import DEFAULT_BOUNDS
+    from gateway.http.anthropic_ingress.messages_dialect import MESSAGES
+
+    document = {"type": "document", "source": {"type": "text", "data": "x", "media_type": "t"}}
+    body = request(SIGNED) | {
+        "messages": [{"role": "user", "content": [document, {"type": "text", "text": "hi"}]}],
+        "tools": [{"type": "web_search_20250305", "name": "web_search"}],
+    }
+    raw = orjson.dumps(body)
+    translation = MESSAGES.read(raw, DEFAULT_BOUNDS, HEADERS)
+    assert translation.native is not None and translation.native.body is raw
+    assert translation.native.required is not None
+    assert "server tool 'web_search_20250305'" in translation.native.required
+    routed = orjson.loads(translation.body)
+    assert routed["messages"] == [{"role": "user", "content": "hi"}] and "tools" not in routed

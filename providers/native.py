@@ -1,4 +1,5 @@
-"""A native stream's own events, kept beside its OpenAI translation.
+"""A client's own API on its way through an adapter that speaks it: which adapters do,
+and a native stream's own events, kept beside its OpenAI translation.
 
 An adapter that sends a client's request in the client's own API (`NativeRequest`) still
 hands the host OpenAI chunks: the relay, usage, quality signals and cascades read those.
@@ -12,8 +13,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from providers.errors import NativeApiRequired
+
 if TYPE_CHECKING:
-    from providers.base import UpstreamStream
+    from providers.base import Provider, UpstreamRequest, UpstreamStream
+
+
+def speaks(provider: Provider, api: str) -> bool:
+    """Whether `provider` sends a `NativeRequest` in `api` as it came (its `native_apis`)."""
+    return api in getattr(provider, "native_apis", ())
+
+
+def unspoken(
+    provider: Provider, backend: str, request: UpstreamRequest
+) -> NativeApiRequired | None:
+    """The error for sending `request` to `provider` when only a backend speaking its
+    client's API may serve it (`NativeRequest.required`) and `provider` does not."""
+    native = request.native
+    if native is None or native.required is None or speaks(provider, native.api):
+        return None
+    return NativeApiRequired(f"{native.required} (backend {backend} does not)")
 
 
 class NativeEvents:
