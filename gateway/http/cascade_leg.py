@@ -354,6 +354,10 @@ async def run_cascade(
     if barred:  # refused before any tier is tried, not after the first one
         message = f"this key may not use the model '{cascade.name}' (its tier '{barred[0]}')"
         return run.refuse(exchange, dialect, Forbidden(message, param="model"))
+    native = translation.native
+    if native is not None and native.required is not None:  # its tiers get translations
+        refused = InvalidRequest(f"{native.required}; a cascade's tiers are sent translations")
+        return run.refuse(exchange, dialect, refused)
     admission = gateway.admission
     try:
         standing = admission.standing(exchange.caller, headers) if admission is not None else None

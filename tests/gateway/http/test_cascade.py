@@ -255,6 +255,20 @@ async def test_the_anthropic_messages_api_reaches_a_cascade(
     assert response.headers["x-switchyard-cascade-escalated"] == "cheap=loop"
 
 
+async def test_a_messages_request_only_anthropic_can_serve_is_refused_by_a_cascade(
+    start_emulator: StartEmulator, start_gateway: StartGateway
+) -> None:
+    """Its tiers get translations, which would drop the document: a 400, not a silent loss."""
+    gw = await cascade_gateway(start_emulator, start_gateway)
+    document = {"type": "document", "source": {"type": "text", "media_type": "t", "data": "x"}}
+    body = {"model": "auto", "max_tokens": 8, "messages": [{"role": "user", "content": [document]}]}
+    response = await gw.client.post(
+        "/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"}
+    )
+    assert response.status_code == 400, response.text
+    assert "'document' blocks are served only" in response.json()["error"]["message"]
+
+
 async def test_a_cascade_answers_chat_only(
     start_emulator: StartEmulator, start_gateway: StartGateway
 ) -> None:
