@@ -24,6 +24,11 @@ def speaks(provider: Provider, api: str) -> bool:
     return api in getattr(provider, "native_apis", ())
 
 
+def refused_native(error: Exception) -> bool:
+    """Whether `error` is `unspoken`'s: a candidate skipped, not a backend that failed."""
+    return isinstance(error, NativeApiRequired)
+
+
 def unspoken(
     provider: Provider, backend: str, request: UpstreamRequest
 ) -> NativeApiRequired | None:

@@ -37,7 +37,7 @@ from gateway.routing.lease import Lease, PrefixMemory
 from policies.predict import predicted_ttft_ms
 from providers.base import Deadlines, Provider, UpstreamRequest, UpstreamResponse, UpstreamStream
 from providers.errors import ApiError, UpstreamError, UpstreamStatusError, UpstreamTimeout
-from providers.native import unspoken
+from providers.native import refused_native, unspoken
 
 if TYPE_CHECKING:
     from gateway.config.root import Config
@@ -185,7 +185,8 @@ class Dispatcher:
             except UpstreamError as exc:
                 if not exc.retryable:
                     raise
-                last = exc
+                # A backend's own failure says more than a skip of one that could not serve.
+                last = last if refused_native(exc) and last is not None else exc
                 # Waiting out a Retry-After is for the very last candidate of the request,
                 # and only when an attempt is left to use after it.
                 if (

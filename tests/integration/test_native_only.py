@@ -11,6 +11,7 @@ from typing import Any
 import anthropic
 import pytest
 
+from emulator.settings import Faults
 from tests.conftest import RunningGateway
 from tests.integration.mixed_fleet import CLAUDE, CLOUD, GEMINI, HEADER, LOCAL, ROUTE, Fleet
 
@@ -70,3 +71,15 @@ async def test_count_tokens_counts_what_it_can_read(claude_sdk: anthropic.AsyncA
         model=ROUTE, messages=ASK["messages"], tools=ASK["tools"]
     )
     assert counted.input_tokens > 0
+
+
+async def test_the_anthropic_backends_own_failure_is_what_the_client_hears(
+    claude_sdk: anthropic.AsyncAnthropic, fleet: Fleet
+) -> None:
+    """Skipping a backend that cannot serve is no failure of its own: when the one that
+    can fails, the client gets that failure, not the skip."""
+    fleet.engines[CLAUDE.name].runtime.faults = Faults(fail_status=503, fail_count=100)
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        await claude_sdk.messages.create(**ASK, extra_headers={HEADER: CLOUD})
+    assert caught.value.status_code != 400, caught.value.message
+    assert "does not" not in caught.value.message
