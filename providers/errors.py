@@ -11,8 +11,10 @@ ApiError (status, OpenAI type/code/param, message, retryable, retry_after_s)
     │   ├── UpstreamNotFound 404 (no such path or model there: the message names the
     │   │   backend and the path asked, and asks whether its base_url is right)
     │   └── UpstreamNotReady 502 (the engine is up but not serving yet: loading its model)
-    └── UnsupportedRequest 400, MissingDeployment 400 (a request the adapter cannot send
-        as it is: the client's error, not retried)
+    ├── UnsupportedRequest 400, MissingDeployment 400 (a request the adapter cannot send
+    │   as it is: the client's error, not retried)
+    └── NativeApiRequired 400 (only a backend of the client's own API may serve it: the
+        next candidate may)
 
 ApiError is also the root of the host's own errors, so one handler there catches both
 trees; the host, not this package, turns them into HTTP responses. Every error an adapter
