@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from prometheus_client import (
@@ -24,13 +25,12 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.metrics import MetricWrapperBase
 
 from gateway.telemetry.admission_metrics import AdmissionMetrics
 from gateway.telemetry.cascade_metrics import CascadeMetrics
 from gateway.telemetry.client_metrics import ClientMetrics
 from gateway.telemetry.labelled import Labelled, Tally
-from gateway.telemetry.serving_series import Serving, discovered_gone, forget, forget_discovered
+from gateway.telemetry.serving_series import Serving, discovered_gone, sweep
 from gateway.telemetry.worker_files import scrape_workers
 from gateway.tenancy.team_labels import TeamLabels
 from policies.prices import NO_PRICES, PriceLookup
@@ -382,18 +382,13 @@ class GatewayMetrics:
         gauges naming any other stop being exported (`gateway.telemetry.serving_series`)."""
         serving = self.serving = Serving(frozenset(backends), frozenset(routes))
         self.admission.follow(serving.routes)
-        for key in [key for key in self._children if discovered_gone({"backend": key[1]}, serving)]:
+        gone = partial(discovered_gone, serving=serving)
+        for key in [key for key in self._children if gone({"backend": key[1]})]:
             self._children.pop(key, None)
         if self.multiprocess:
             return  # the files keep them; `render` leaves them out
-        for metric in vars(self).values():
-            if isinstance(metric, MetricWrapperBase):
-                forget_discovered(metric, serving)
-        forget(self.healthy, ("backend",), serving)
-        forget(self.in_flight, ("backend",), serving)
-        forget(self.quality, ("backend", "model", "component"), serving)
-        forget(self.quality_ejected, ("backend", "model"), serving)
-        forget(self.admission.depth, ("route", "priority"), serving)
+        gauges = (self.healthy, self.in_flight, self.quality, self.quality_ejected)
+        sweep(vars(self).values(), (*gauges, self.admission.depth), serving)
 
     def render(self) -> tuple[bytes, str]:
         """The exposition text (slow with many series: call it off the event loop)."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gateway.telemetry.histogram import Histogram, quantiles_ms
+from gateway.telemetry.serving_series import DISCOVERED_MARK
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable, Mapping
@@ -140,7 +141,7 @@ class DashboardSeries:
         """Drop the panels of discovered backends (`@` in the name) no longer served: such
         names come and go with the DNS, and the dashboard shows only served backends."""
         with self._lock:
-            for name in [n for n in self._backends if "@" in n and n not in serving]:
+            for name in [n for n in self._backends if DISCOVERED_MARK in n and n not in serving]:
                 del self._backends[name]
 
     def _panel(self, backend: str) -> Panel:

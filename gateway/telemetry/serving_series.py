@@ -6,19 +6,22 @@ flight, quality, queue depth). In one process they are removed from the registry
 forget one series, so what a scrape aggregates from them is filtered instead
 (`ServingOnly`): every worker has taken the reload by then, and the worker answering the
 scrape knows the config it serves. Counters and histograms keep their totals: they are
-cumulative, and Prometheus' `rate()` needs them not to reset.
+cumulative, and Prometheus' `rate()` needs them not to reset; except a discovered
+backend's (`DISCOVERED_MARK` in its name) once it is gone: such names come and go with
+the DNS, and kept they would grow without bound (`sweep`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from prometheus_client.metrics import MetricWrapperBase
 
-    from prometheus_client import Gauge
-    from prometheus_client.metrics import MetricWrapperBase
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Mapping
+
     from prometheus_client.metrics_core import Metric
 
 
@@ -50,29 +53,36 @@ def discovered_gone(labels: Mapping[str, str], serving: Serving) -> bool:
     return backend is not None and DISCOVERED_MARK in backend and backend not in serving.backends
 
 
-def forget_discovered(metric: MetricWrapperBase, serving: Serving) -> None:
-    """Remove `metric`'s series (of any type) naming a discovered backend gone from
-    `serving` (one process's registry)."""
+def forget(
+    metric: MetricWrapperBase,
+    serving: Serving,
+    gone: Callable[[Mapping[str, str]], bool] | None = None,
+) -> None:
+    """Remove `metric`'s series that `gone` picks from its labels, by default those naming
+    a backend or route `serving` lacks (one process's registry: `remove` cannot reach the
+    files of several workers)."""
+    picked = gone or (lambda labels: not serving.has(labels))
     names = metric._labelnames
-    if "backend" not in names:
-        return
     keys = {
         tuple(sample.labels[name] for name in names)
         for family in metric.collect()
         for sample in family.samples
-        if discovered_gone(sample.labels, serving)
+        if picked(sample.labels)
     }
     for key in keys:
         metric.remove(*key)
 
 
-def forget(gauge: Gauge, labelnames: Sequence[str], serving: Serving) -> None:
-    """Remove `gauge`'s series naming a backend or route `serving` lacks (one process's
-    registry: `remove` cannot reach the files of several workers)."""
-    for family in gauge.collect():
-        for sample in family.samples:
-            if not serving.has(sample.labels):
-                gauge.remove(*(sample.labels[name] for name in labelnames))
+def sweep(metrics: Iterable[object], gauges: Iterable[MetricWrapperBase], serving: Serving) -> None:
+    """After a config change, in one process's registry: every series of `metrics` that
+    names a discovered backend no longer served, and every series of `gauges` naming
+    anything `serving` lacks."""
+    gone = partial(discovered_gone, serving=serving)
+    for metric in metrics:
+        if isinstance(metric, MetricWrapperBase) and "backend" in metric._labelnames:
+            forget(metric, serving, gone)
+    for gauge in gauges:
+        forget(gauge, serving)
 
 
 class _Collector(Protocol):
