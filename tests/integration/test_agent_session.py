@@ -15,7 +15,6 @@ session as for any request: its token counters hold what the client was told.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -82,13 +81,6 @@ async def fleet(start_emulator: StartEmulator, monkeypatch: pytest.MonkeyPatch) 
         LOCAL.name: {"prompt_cache": {"semantics": "automatic", "min_prefix_tokens": 64}},
     }
     return await start_fleet(start_emulator, monkeypatch, engine_options=caches)
-
-
-@pytest.fixture
-async def claude_sdk(gw: RunningGateway) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(base_url=gw.url, api_key="unused", max_retries=0)
-    yield sdk
-    await sdk.close()
 
 
 class Session:

@@ -41,13 +41,6 @@ async def gw(start_gateway: StartGateway, tmp_path: Path) -> RunningGateway:
 
 
 @pytest.fixture
-async def claude_sdk(gw: RunningGateway) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(base_url=gw.url, api_key="unused", max_retries=0)
-    yield sdk
-    await sdk.close()
-
-
-@pytest.fixture
 async def oai(gw: RunningGateway) -> AsyncIterator[openai.AsyncOpenAI]:
     sdk = openai.AsyncOpenAI(base_url=gw.url + "/v1", api_key="unused", max_retries=0)
     yield sdk

@@ -62,13 +62,6 @@ async def oai(gw: RunningGateway) -> AsyncIterator[openai.AsyncOpenAI]:
     await sdk.close()
 
 
-@pytest.fixture
-async def claude_sdk(gw: RunningGateway) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(base_url=gw.url, api_key="unused", max_retries=0)
-    yield sdk
-    await sdk.close()
-
-
 async def assert_served(
     gw: RunningGateway,
     fleet: Fleet,

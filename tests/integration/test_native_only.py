@@ -5,7 +5,6 @@ refused with a 400 that names the part at fault."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -28,13 +27,6 @@ ASK: dict[str, Any] = {
     ],
     "tools": [{"type": "web_search_20250305", "name": "web_search", "max_uses": 1}],
 }
-
-
-@pytest.fixture
-async def claude_sdk(gw: RunningGateway) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    sdk = anthropic.AsyncAnthropic(base_url=gw.url, api_key="unused", max_retries=0)
-    yield sdk
-    await sdk.close()
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
